@@ -1,0 +1,1 @@
+"""The `jobhooks` command: one module per command group, each with a `register(subparsers)`."""

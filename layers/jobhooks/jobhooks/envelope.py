@@ -1,0 +1,233 @@
+"""The forwarded message: one AMQP delivery carried losslessly in one SQS body.
+
+This module owns `contracts/forwarded-message.md`. The shovel builds a `ForwardedMessage` from
+each delivery and serializes it; the ingest function parses it back. The two are deployed
+separately, so the reader accepts exactly `jobhooks.amqp/1` and rejects everything else with
+`malformed_envelope` instead of guessing.
+
+Header values keep their AMQP type through Python types: `str` (AMQP long string), `bytes`
+(byte array), `int`, `float`, `bool`, `None` (void), `Decimal`, `datetime` (timestamp, UTC),
+`list` (array) and `dict` (nested table, insertion-ordered).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from jobhooks.rejection import Reason, RejectedMessageError
+
+FORMAT = "jobhooks.amqp/1"
+
+# SQS accepts at most 1 MiB per message (body plus attributes).
+SQS_MAX_MESSAGE_BYTES = 1_048_576
+
+HeaderValue = (
+    str
+    | bytes
+    | bool
+    | int
+    | float
+    | None
+    | Decimal
+    | datetime
+    | list["HeaderValue"]
+    | dict[str, "HeaderValue"]
+)
+Headers = dict[str, HeaderValue]
+
+# AMQP basic properties carried in `properties` (snake_case, only those that were set).
+PROPERTY_NAMES = (
+    "content_type",
+    "content_encoding",
+    "delivery_mode",
+    "priority",
+    "correlation_id",
+    "reply_to",
+    "expiration",
+    "message_id",
+    "timestamp",
+    "type",
+    "user_id",
+    "app_id",
+    "cluster_id",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardedMessage:
+    exchange: str
+    routing_key: str
+    body: bytes
+    headers: Headers = field(default_factory=dict)
+    vhost: str = "/"
+    redelivered: bool = False
+    properties: dict[str, Any] = field(default_factory=dict)
+    received_at: str = ""
+
+    def to_json(self) -> str:
+        document = {
+            "format": FORMAT,
+            "exchange": self.exchange,
+            "routing_key": self.routing_key,
+            "vhost": self.vhost,
+            "redelivered": self.redelivered,
+            "received_at": self.received_at or _now_rfc3339(),
+            "properties": self.properties,
+            "headers": [[name, *_encode_value(value)] for name, value in self.headers.items()],
+            "body": base64.b64encode(self.body).decode("ascii"),
+        }
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ForwardedMessage:
+        try:
+            document = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise _malformed(f"the SQS body is not JSON ({exc.__class__.__name__})") from None
+        if not isinstance(document, dict):
+            raise _malformed("the SQS body is JSON but not an object")
+        if document.get("format") != FORMAT:
+            raise _malformed(f"format must be exactly {FORMAT!r}, got {document.get('format')!r}")
+        exchange = _required(document, "exchange", str)
+        routing_key = _required(document, "routing_key", str)
+        vhost = _required(document, "vhost", str)
+        redelivered = _required(document, "redelivered", bool)
+        raw_headers = _required(document, "headers", list)
+        raw_body = _required(document, "body", str)
+        properties = document.get("properties", {})
+        if not isinstance(properties, dict):
+            raise _malformed("properties must be an object")
+        received_at = document.get("received_at", "")
+        if not isinstance(received_at, str):
+            raise _malformed("received_at must be a string")
+        return cls(
+            exchange=exchange,
+            routing_key=routing_key,
+            vhost=vhost,
+            redelivered=redelivered,
+            received_at=received_at,
+            properties=properties,
+            headers=_decode_table(raw_headers, "headers"),
+            body=_b64decode(raw_body, "body"),
+        )
+
+
+def properties_from_amqp(props: Any) -> dict[str, Any]:
+    """The AMQP basic properties that were set, JSON-ready (timestamps as Unix seconds)."""
+    out: dict[str, Any] = {}
+    for name in PROPERTY_NAMES:
+        value = getattr(props, name, None)
+        if value is None:
+            continue
+        if isinstance(value, datetime):
+            value = int(value.replace(tzinfo=value.tzinfo or UTC).timestamp())
+        out[name] = value
+    return out
+
+
+def _now_rfc3339() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _malformed(detail: str) -> RejectedMessageError:
+    return RejectedMessageError(Reason.MALFORMED_ENVELOPE, detail)
+
+
+def _required(document: dict[str, Any], name: str, kind: type) -> Any:
+    if name not in document:
+        raise _malformed(f"required field {name!r} is missing")
+    value = document[name]
+    # bool is a subclass of int: only an exact type match is the declared type.
+    if type(value) is not kind:
+        raise _malformed(f"field {name!r} must be {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _b64decode(text: str, where: str) -> bytes:
+    try:
+        return base64.b64decode(text.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError):
+        raise _malformed(f"{where} is not standard base64") from None
+
+
+# --- typed values -------------------------------------------------------------------------
+
+
+def _encode_value(value: HeaderValue) -> list[Any]:
+    """A Python AMQP value as its contract `[type, value]` pair."""
+    if isinstance(value, str):
+        return ["str", value]
+    if isinstance(value, bytes | bytearray):
+        return ["bytes", base64.b64encode(bytes(value)).decode("ascii")]
+    if isinstance(value, bool):
+        return ["bool", value]
+    if isinstance(value, int):
+        return ["int", value]
+    if isinstance(value, float):
+        return ["float", value]
+    if value is None:
+        return ["null", None]
+    if isinstance(value, Decimal):
+        return ["decimal", str(value)]
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return ["timestamp", int(aware.timestamp())]
+    if isinstance(value, list):
+        return ["list", [_encode_value(item) for item in value]]
+    if isinstance(value, dict):
+        return ["table", [[name, *_encode_value(item)] for name, item in value.items()]]
+    raise TypeError(f"unsupported AMQP header value type {type(value).__name__}")
+
+
+def _decode_table(entries: Any, where: str) -> dict[str, HeaderValue]:
+    if not isinstance(entries, list):
+        raise _malformed(f"{where} must be a list of [name, type, value]")
+    table: dict[str, HeaderValue] = {}
+    for index, entry in enumerate(entries):
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)):
+            raise _malformed(f"{where}[{index}] must be [name, type, value]")
+        name, kind, raw = entry
+        table[name] = _decode_value(kind, raw, f"{where}[{name!r}]")
+    return table
+
+
+def _decode_value(kind: Any, raw: Any, where: str) -> HeaderValue:
+    match kind:
+        case "str" if isinstance(raw, str):
+            return raw
+        case "bytes" if isinstance(raw, str):
+            return _b64decode(raw, where)
+        case "int" if type(raw) is int:
+            return raw
+        case "float" if type(raw) in (float, int):
+            return float(raw)
+        case "bool" if type(raw) is bool:
+            return raw
+        case "null" if raw is None:
+            return None
+        case "decimal" if isinstance(raw, str):
+            try:
+                return Decimal(raw)
+            except InvalidOperation:
+                raise _malformed(f"{where} is not a decimal string") from None
+        case "timestamp" if type(raw) is int:
+            try:
+                return datetime.fromtimestamp(raw, UTC)
+            except (OverflowError, OSError, ValueError):
+                raise _malformed(f"{where} is out of the timestamp range") from None
+        case "list" if isinstance(raw, list):
+            items: list[HeaderValue] = []
+            for index, item in enumerate(raw):
+                if not (isinstance(item, list) and len(item) == 2):
+                    raise _malformed(f"{where}[{index}] must be [type, value]")
+                items.append(_decode_value(item[0], item[1], f"{where}[{index}]"))
+            return items
+        case "table":
+            return _decode_table(raw, where)
+    raise _malformed(f"{where} has type {kind!r} with a value that does not match it")

@@ -1,0 +1,1 @@
+"""Running the bridge on one machine: moto's server, the template's resources, the poller."""

@@ -1,0 +1,88 @@
+"""moto's server as a child process: the local stand-in for SQS, DynamoDB, KMS and Secrets Manager.
+
+A child process rather than moto's in-process thread: the handlers under test then pay real HTTP
+round trips, and the emulator can be stopped to play an AWS outage.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LOCAL_REGION = "us-east-1"
+# moto accepts any credentials; these make boto3 sign requests without touching ~/.aws.
+LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def local_aws_environment(endpoint_url: str) -> dict[str, str]:
+    """The environment variables that point boto3 at the local emulator."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint_url,
+        "AWS_DEFAULT_REGION": LOCAL_REGION,
+        "AWS_REGION": LOCAL_REGION,
+        **LOCAL_CREDENTIALS,
+    }
+
+
+@dataclass
+class MotoServer:
+    host: str = "127.0.0.1"
+    port: int = field(default_factory=free_port)
+    _process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> MotoServer:
+        executable = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
+        if not Path(executable).exists():
+            raise RuntimeError(
+                "moto_server was not found: install the dev extras (pip install 'jobhooks[dev]')"
+            )
+        self._process = subprocess.Popen(  # noqa: S603 - a fixed local executable
+            [executable, "-H", self.host, "-p", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, **LOCAL_CREDENTIALS},
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"moto_server exited with code {self._process.returncode}")
+            try:
+                with urllib.request.urlopen(f"{self.endpoint_url}/moto-api/", timeout=1):  # noqa: S310
+                    return self
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"moto_server did not answer on {self.endpoint_url} within {timeout}s")
+
+    def reset(self) -> None:
+        request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")
+        with urllib.request.urlopen(request, timeout=10):  # noqa: S310 - loopback only
+            pass
+
+    def stop(self) -> None:
+        if self._process and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._process = None

@@ -1,0 +1,5 @@
+"""Shared fixtures. Each real component has its own plugin module under tests/fixtures/."""
+
+pytest_plugins = [
+    "tests.fixtures.aws",
+]
