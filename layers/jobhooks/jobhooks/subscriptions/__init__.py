@@ -1,0 +1,53 @@
+"""Subscriptions: who wants which events, where, signed with which secrets.
+
+`model` and `exceptions` are pure and imported here; the DynamoDB/KMS store lives in
+`jobhooks.subscriptions.store` (import it where AWS clients are wanted).
+"""
+
+from jobhooks.subscriptions.exceptions import (
+    InvalidCursorError,
+    InvalidDescriptionError,
+    InvalidEventTypeError,
+    InvalidGracePeriodError,
+    InvalidPageSizeError,
+    InvalidStatusError,
+    InvalidTenantIdError,
+    InvalidUrlError,
+    KeyServiceError,
+    KmsKeyNotConfiguredError,
+    SecretDecryptionError,
+    SubscriptionConflictError,
+    SubscriptionError,
+    SubscriptionNotFoundError,
+    SubscriptionValidationError,
+)
+from jobhooks.subscriptions.model import (
+    ALL_EVENT_TYPES,
+    EventType,
+    SecretVersion,
+    Subscription,
+    SubscriptionStatus,
+)
+
+__all__ = [
+    "ALL_EVENT_TYPES",
+    "EventType",
+    "InvalidCursorError",
+    "InvalidDescriptionError",
+    "InvalidEventTypeError",
+    "InvalidGracePeriodError",
+    "InvalidPageSizeError",
+    "InvalidStatusError",
+    "InvalidTenantIdError",
+    "InvalidUrlError",
+    "KeyServiceError",
+    "KmsKeyNotConfiguredError",
+    "SecretDecryptionError",
+    "SecretVersion",
+    "Subscription",
+    "SubscriptionConflictError",
+    "SubscriptionError",
+    "SubscriptionNotFoundError",
+    "SubscriptionStatus",
+    "SubscriptionValidationError",
+]

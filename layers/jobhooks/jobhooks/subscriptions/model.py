@@ -1,0 +1,235 @@
+"""A tenant's webhook subscription, the input rules for it, and who wants which event.
+
+Pure domain: no AWS client is imported here. The store (`store.py`) validates every input with
+the functions below before it builds a `Subscription`, so invalid input fails with a stable code
+(`exceptions.py`) instead of a generic pydantic error.
+
+`Subscription` holds signing secrets only in encrypted form, and even those are excluded from
+`model_dump()` and `repr()`: a dumped subscription is safe to list, log or return from the API.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from secrets import token_urlsafe
+from typing import Final
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jobhooks.subscriptions.exceptions import (
+    InvalidDescriptionError,
+    InvalidEventTypeError,
+    InvalidGracePeriodError,
+    InvalidStatusError,
+    InvalidTenantIdError,
+    InvalidUrlError,
+)
+
+SUBSCRIPTION_ID_PREFIX: Final = "sub_"
+SECRET_ID_PREFIX: Final = "sec_"  # noqa: S105 - an id prefix, not a secret
+
+MAX_URL_LENGTH: Final = 2048
+MAX_TENANT_ID_LENGTH: Final = 256
+MAX_DESCRIPTION_LENGTH: Final = 512
+MAX_DISABLED_REASON_LENGTH: Final = 512
+
+DEFAULT_GRACE: Final = timedelta(hours=24)
+MAX_GRACE: Final = timedelta(days=7)
+# Svix keeps at most 10 previous secrets; past that the oldest ones stop signing early.
+MAX_PREVIOUS_SECRETS: Final = 10
+
+
+class EventType(StrEnum):
+    """The event types a subscription can ask for: the routing keys of Fetcher's exchange."""
+
+    JOB_COMPLETED = "job.completed"
+    JOB_FAILED = "job.failed"
+
+
+ALL_EVENT_TYPES: Final = tuple(EventType)
+
+
+class SubscriptionStatus(StrEnum):
+    ACTIVE = "active"
+    DISABLED = "disabled"
+
+
+class SecretVersion(BaseModel):
+    """One signing secret of a subscription, AES-GCM encrypted under the subscription's data key.
+
+    The current secret has no `expires_at`; a rotated-out one signs until `expires_at`.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    secret_id: str
+    created_at: datetime
+    expires_at: datetime | None = None
+    ciphertext: bytes = Field(repr=False, exclude=True)
+
+    def is_valid_at(self, now: datetime) -> bool:
+        return self.expires_at is None or now < self.expires_at
+
+
+class Subscription(BaseModel):
+    """A tenant's webhook endpoint and the event types it wants.
+
+    `data_key` (the KMS-encrypted data key) and the secrets' ciphertexts are excluded from dumps;
+    `revision` is the optimistic-concurrency counter of the stored item.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    subscription_id: str
+    tenant_id: str
+    url: str
+    event_types: tuple[EventType, ...]
+    status: SubscriptionStatus = SubscriptionStatus.ACTIVE
+    description: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    disabled_reason: str | None = None
+    secrets: tuple[SecretVersion, ...] = ()
+    data_key: bytes = Field(repr=False, exclude=True)
+    revision: int = Field(default=0, exclude=True)
+
+    @property
+    def is_active(self) -> bool:
+        return self.status is SubscriptionStatus.ACTIVE
+
+    def wants(self, tenant_id: str, event_type: str) -> bool:
+        """True when an event of `tenant_id` and `event_type` must be delivered here."""
+        return self.is_active and self.tenant_id == tenant_id and event_type in self.event_types
+
+    def valid_secrets(self, now: datetime) -> tuple[SecretVersion, ...]:
+        """The secrets that still sign at `now`, newest first."""
+        valid = (secret for secret in self.secrets if secret.is_valid_at(now))
+        return tuple(sorted(valid, key=lambda secret: secret.created_at, reverse=True))
+
+
+def new_subscription_id() -> str:
+    return SUBSCRIPTION_ID_PREFIX + token_urlsafe(16)
+
+
+def new_secret_id() -> str:
+    return SECRET_ID_PREFIX + token_urlsafe(12)
+
+
+def utc_now() -> datetime:
+    return to_stored_precision(datetime.now(UTC))
+
+
+def to_stored_precision(moment: datetime) -> datetime:
+    """`moment` in UTC, truncated to the millisecond the store keeps, so round trips are exact."""
+    if moment.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware")
+    moment = moment.astimezone(UTC)
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def parse_event_types(event_types: Iterable[str]) -> tuple[EventType, ...]:
+    """Known, de-duplicated event types in canonical order; at least one."""
+    if isinstance(event_types, str):
+        # A bare string would otherwise be split into characters.
+        event_types = [event_types]
+    requested = list(event_types)
+    known = {event_type.value for event_type in EventType}
+    unknown = sorted({str(value) for value in requested if value not in known})
+    if unknown:
+        raise InvalidEventTypeError(
+            f"unknown event type(s) {', '.join(map(repr, unknown))}; "
+            f"use one or more of {', '.join(sorted(known))}"
+        )
+    if not requested:
+        raise InvalidEventTypeError(
+            f"a subscription needs at least one event type; use one or more of "
+            f"{', '.join(sorted(known))}"
+        )
+    return tuple(event_type for event_type in EventType if event_type.value in requested)
+
+
+def validate_url(url: str, *, allow_http: bool = False) -> str:
+    """The webhook URL's shape. Address checks (SSRF) belong to the delivery network policy."""
+    if not isinstance(url, str) or not url:
+        raise InvalidUrlError("a webhook URL is required, e.g. https://example.com/webhooks")
+    if len(url) > MAX_URL_LENGTH:
+        raise InvalidUrlError(f"the webhook URL is longer than {MAX_URL_LENGTH} characters")
+    if any(char.isspace() or unicodedata.category(char).startswith("C") for char in url):
+        raise InvalidUrlError("the webhook URL contains whitespace or control characters")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError as error:
+        raise InvalidUrlError(f"the webhook URL cannot be parsed ({error})") from None
+    allowed_schemes = ("https", "http") if allow_http else ("https",)
+    if parts.scheme.lower() not in allowed_schemes:
+        raise InvalidUrlError("the webhook URL must start with https://")
+    if not parts.hostname:
+        raise InvalidUrlError("the webhook URL has no host name")
+    if parts.username is not None or parts.password is not None:
+        raise InvalidUrlError(
+            "the webhook URL must not embed credentials (user:password@); "
+            "verify the webhook signature on the receiver instead"
+        )
+    if parts.fragment:
+        raise InvalidUrlError("the webhook URL must not have a #fragment: it is never sent")
+    return url
+
+
+def validate_tenant_id(tenant_id: str) -> str:
+    if not isinstance(tenant_id, str) or not tenant_id:
+        raise InvalidTenantIdError("a tenant id is required (the X-Tenant-ID Fetcher signs)")
+    if len(tenant_id) > MAX_TENANT_ID_LENGTH:
+        raise InvalidTenantIdError(
+            f"the tenant id is longer than {MAX_TENANT_ID_LENGTH} characters"
+        )
+    if any(unicodedata.category(char).startswith("C") for char in tenant_id):
+        raise InvalidTenantIdError("the tenant id contains control characters")
+    return tenant_id
+
+
+def validate_description(description: str | None) -> str | None:
+    """`None` or an empty string means no description."""
+    if description is None or description == "":
+        return None
+    if not isinstance(description, str):
+        raise InvalidDescriptionError("the description must be text")
+    if len(description) > MAX_DESCRIPTION_LENGTH:
+        raise InvalidDescriptionError(
+            f"the description is longer than {MAX_DESCRIPTION_LENGTH} characters; shorten it"
+        )
+    return description
+
+
+def parse_status(status: str) -> SubscriptionStatus:
+    try:
+        return SubscriptionStatus(status)
+    except ValueError:
+        raise InvalidStatusError(
+            f"unknown status {status!r}; use {SubscriptionStatus.ACTIVE.value!r} or "
+            f"{SubscriptionStatus.DISABLED.value!r}"
+        ) from None
+
+
+def validate_grace(grace_seconds: float) -> timedelta:
+    """The rotation grace period: from 0 (old secret stops at once) to 7 days."""
+    if isinstance(grace_seconds, bool) or not isinstance(grace_seconds, int | float):
+        raise InvalidGracePeriodError("the grace period must be a number of seconds")
+    if not 0 <= grace_seconds <= MAX_GRACE.total_seconds():
+        raise InvalidGracePeriodError(
+            f"the grace period must be between 0 and {int(MAX_GRACE.total_seconds())} seconds "
+            f"(7 days); got {grace_seconds}"
+        )
+    return timedelta(seconds=grace_seconds)
+
+
+def bounded_reason(reason: str) -> str:
+    """A disable reason fit for storage: it often quotes a receiver, so it is cut, not refused."""
+    reason = " ".join(reason.split())
+    if len(reason) > MAX_DISABLED_REASON_LENGTH:
+        return reason[: MAX_DISABLED_REASON_LENGTH - 1] + "…"
+    return reason
