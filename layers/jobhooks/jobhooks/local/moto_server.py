@@ -49,7 +49,9 @@ class MotoServer:
         return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> MotoServer:
-        executable = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
+        executable = shutil.which("moto_server") or str(
+            Path(sys.executable).with_name("moto_server")
+        )
         if not Path(executable).exists():
             raise RuntimeError(
                 "moto_server was not found: install the dev extras (pip install 'jobhooks[dev]')"
@@ -73,8 +75,8 @@ class MotoServer:
         raise RuntimeError(f"moto_server did not answer on {self.endpoint_url} within {timeout}s")
 
     def reset(self) -> None:
-        request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")
-        with urllib.request.urlopen(request, timeout=10):  # noqa: S310 - loopback only
+        request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")  # noqa: S310
+        with urllib.request.urlopen(request, timeout=10):  # noqa: S310 - our own loopback URL
             pass
 
     def stop(self) -> None:

@@ -1,0 +1,93 @@
+"""From a forwarded message to a verified, cross-checked `JobEvent`: the inbound pipeline.
+
+Every rule of contracts/fetcher-job-events.md runs here in one order, and every failure is one
+`RejectedMessageError` with one reason code. Arbitrary bytes in, a verdict out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from jobhooks.cross_checks import attributed_tenant, check_event_identity
+from jobhooks.envelope import ForwardedMessage
+from jobhooks.event import JobEvent, parse_body, parse_rfc3339, routing_status
+from jobhooks.freshness import DEFAULT_FUTURE_SKEW_SECONDS
+from jobhooks.keys import HmacKey
+from jobhooks.rejection import Reason, RejectedMessageError
+from jobhooks.verification import header_text, verify_signature
+
+DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationPolicy:
+    keys: Sequence[HmacKey]
+    max_age_seconds: float = DEFAULT_RETENTION_SECONDS
+    max_future_seconds: float = DEFAULT_FUTURE_SKEW_SECONDS
+    allow_legacy_signatures: bool = False
+
+
+def read_forwarded_message(
+    raw: str | bytes, policy: VerificationPolicy, received_at: datetime
+) -> JobEvent:
+    """Decode an SQS body and read the job event in it; raises `RejectedMessageError`."""
+    return read_job_event(ForwardedMessage.from_json(raw), policy, received_at)
+
+
+def read_job_event(
+    message: ForwardedMessage, policy: VerificationPolicy, received_at: datetime
+) -> JobEvent:
+    try:
+        return _read(message, policy, received_at)
+    except RejectedMessageError:
+        raise
+    except Exception as error:
+        raise RejectedMessageError(
+            Reason.MALFORMED_ENVELOPE,
+            f"the message could not be read ({error.__class__.__name__})",
+        ) from error
+
+
+def _read(message: ForwardedMessage, policy: VerificationPolicy, received_at: datetime) -> JobEvent:
+    routed_status, legacy_route = routing_status(message.routing_key)
+    signature = verify_signature(
+        headers=message.headers,
+        exchange=message.exchange,
+        routing_key=message.routing_key,
+        body=message.body,
+        keys=policy.keys,
+        received_at=received_at.timestamp(),
+        max_age_seconds=policy.max_age_seconds,
+        max_future_seconds=policy.max_future_seconds,
+        allow_legacy=policy.allow_legacy_signatures,
+    )
+    body = parse_body(message.body)
+    tenant_id = attributed_tenant(message.headers, signature.tenant_id)
+    event_id = check_event_identity(message.headers, body, routed_status)
+    headers = message.headers
+    has_cloudevents = any(name.startswith("ce-") for name in headers)
+    error = body.metadata.get("error") if body.status == "failed" else None
+    error_message = error.get("message") if isinstance(error, dict) else None
+    return JobEvent(
+        event_id=event_id,
+        tenant_id=tenant_id,
+        job_id=body.job_id,
+        status=body.status,
+        exchange=message.exchange,
+        routing_key=message.routing_key,
+        vhost=message.vhost,
+        source=header_text(headers.get("ce-source")) or None,
+        schema_version=header_text(headers.get("ce-schemaversion")) or None,
+        emitted_at=parse_rfc3339(header_text(headers.get("ce-time"))),
+        received_at=received_at.astimezone(UTC),
+        metadata=body.metadata,
+        result=body.result if body.status == "completed" else None,
+        execution_time_ms=body.execution_time_ms,
+        completed_at=parse_rfc3339(body.completed_at),
+        error_message=error_message if isinstance(error_message, str) else None,
+        legacy=legacy_route or not has_cloudevents,
+        signature_key=signature.key_fingerprint,
+        legacy_signature=signature.legacy,
+    )

@@ -1,0 +1,61 @@
+"""The exact bytes the producer signs (contracts/fetcher-job-events.md, "The signature").
+
+Canonical form, six lines each ending in `\\n`, then the raw body:
+
+    <t>\\n<signature-version>\\n<X-Tenant-ID or empty>\\n<jobId or empty>\\n
+    <exchange>\\n<routing key>\\n<body>        (one line, wrapped here)
+
+Legacy v1.4.x body-only form: `<t>.` followed by the body.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def bound_job_id(body: bytes) -> str:
+    """The job id the producer binds into the signature, or "" when it binds none.
+
+    The producer reads the top-level key exactly `jobId` when it is a JSON string (after JSON
+    unescaping). Anything else binds an empty line: missing key, `job_id`, a number, invalid
+    JSON. It never falls back to `job_id`, so neither do we.
+    """
+    document = parse_json_object(body)
+    if document is None:
+        return ""
+    job_id = document.get("jobId")
+    return job_id if isinstance(job_id, str) else ""
+
+
+def parse_json_object(body: bytes) -> dict[str, Any] | None:
+    """The body as a JSON object, or None when the producer's Go parser would not read one."""
+    try:
+        # Strict UTF-8 and no NaN/Infinity: Go's encoding/json accepts neither, and a body that
+        # Go considers invalid binds an empty job id.
+        document = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def canonical_signed_bytes(
+    *,
+    timestamp: int,
+    version: str,
+    tenant_id: str,
+    job_id: str,
+    exchange: str,
+    routing_key: str,
+    body: bytes,
+) -> bytes:
+    header = f"{timestamp}\n{version}\n{tenant_id}\n{job_id}\n{exchange}\n{routing_key}\n"
+    return header.encode("utf-8") + body
+
+
+def legacy_signed_bytes(*, timestamp: int, body: bytes) -> bytes:
+    return f"{timestamp}.".encode("ascii") + body

@@ -1,0 +1,111 @@
+"""The forwarded-message codec, exactly as contracts/forwarded-message.md writes it."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from jobhooks.envelope import FORMAT, ForwardedMessage, properties_from_amqp
+from jobhooks.rejection import Reason, RejectedMessageError
+
+MESSAGE = ForwardedMessage(
+    exchange="fetcher.job.events",
+    routing_key="job.completed",
+    body=b'{"jobId":"j"}',
+    headers={
+        "ce-id": b"fetcher.job.completed.j",
+        "t": "1750000000",
+        "x-retry-count": 0,
+        "nested": {"list": [b"\x00", 1.5, None, True, Decimal("2.50")]},
+        "at": datetime(2026, 7, 13, tzinfo=UTC),
+    },
+    properties={"content_type": "application/json", "delivery_mode": 2},
+    received_at="2026-07-13T18:04:12.001Z",
+)
+
+
+def test_writes_the_contract_shape() -> None:
+    document = json.loads(MESSAGE.to_json())
+    assert document["format"] == FORMAT == "jobhooks.amqp/1"
+    assert document["headers"][:3] == [
+        ["ce-id", "bytes", "ZmV0Y2hlci5qb2IuY29tcGxldGVkLmo="],
+        ["t", "str", "1750000000"],
+        ["x-retry-count", "int", 0],
+    ]
+    assert document["headers"][3] == [
+        "nested",
+        "table",
+        [
+            [
+                "list",
+                "list",
+                [
+                    ["bytes", "AA=="],
+                    ["float", 1.5],
+                    ["null", None],
+                    ["bool", True],
+                    ["decimal", "2.50"],
+                ],
+            ]
+        ],
+    ]
+    assert document["headers"][4] == ["at", "timestamp", 1783900800]
+    assert document["body"] == "eyJqb2JJZCI6ImoifQ=="
+    assert (document["vhost"], document["redelivered"]) == ("/", False)
+
+
+def test_reads_back_losslessly_in_order() -> None:
+    decoded = ForwardedMessage.from_json(MESSAGE.to_json())
+    assert decoded == MESSAGE
+    assert list(decoded.headers) == list(MESSAGE.headers)
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        {"format": "jobhooks.amqp/2"},
+        {"format": None},
+        {"exchange": 5},
+        {"redelivered": "no"},
+        {"body": "not base64!"},
+        {"headers": [["t", "str"]]},
+        {"headers": [["t", "int", "5"]]},
+        {"headers": [["t", "bool", 1]]},
+        {"headers": [["t", "weird", 1]]},
+        {"headers": [["t", "bytes", "%%%"]]},
+        {"headers": [["t", "decimal", "x"]]},
+        {"headers": [["t", "list", [["int"]]]]},
+        {"properties": []},
+    ],
+)
+def test_rejects_anything_else_as_malformed_envelope(mutation: dict) -> None:  # type: ignore[type-arg]
+    document = {**json.loads(MESSAGE.to_json()), **mutation}
+    with pytest.raises(RejectedMessageError) as rejected:
+        ForwardedMessage.from_json(json.dumps(document))
+    assert rejected.value.reason is Reason.MALFORMED_ENVELOPE
+
+
+@pytest.mark.parametrize(
+    "field", ["format", "exchange", "routing_key", "vhost", "redelivered", "headers", "body"]
+)
+def test_required_fields(field: str) -> None:
+    document = json.loads(MESSAGE.to_json())
+    del document[field]
+    with pytest.raises(RejectedMessageError, match=field):
+        ForwardedMessage.from_json(json.dumps(document))
+
+
+def test_properties_from_amqp_keeps_only_what_was_set() -> None:
+    class Props:
+        content_type = "application/json"
+        delivery_mode = 2
+        timestamp = datetime(2026, 7, 13, tzinfo=UTC)
+        message_id = None
+
+    assert properties_from_amqp(Props()) == {
+        "content_type": "application/json",
+        "delivery_mode": 2,
+        "timestamp": 1783900800,
+    }

@@ -1,0 +1,138 @@
+"""The outcome customers receive: the eleven fields, their sources, `unmeasured`, the context."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from jobhooks.job_events import VerificationPolicy, read_job_event
+from jobhooks.outcome import webhook_body, webhook_payload
+from jobhooks.sample_events import demo_key, failed_body, make_job_event
+from jobhooks.sanitize import categorize_error, sanitize_error_message
+
+SCHEMA = json.loads((Path(__file__).parents[2] / "docs/schema/outcome.v1.json").read_text())
+KEY = demo_key()
+T = 1_783_965_852
+AT = datetime.fromtimestamp(T + 1, UTC)
+JOB = "6a5b0f8c-2f1e-4a41-9f0e-3d2c1b0a9e88"
+
+
+def body_for(release: str | None = "fetcher@2.0.2", **kwargs: Any) -> dict[str, Any]:
+    kwargs.setdefault("tenant_id", "acme")
+    kwargs.setdefault("job_id", JOB)
+    kwargs.setdefault("timestamp", T)
+    policy = VerificationPolicy(keys=[KEY], allow_legacy_signatures=True)
+    event = read_job_event(make_job_event(KEY, **kwargs).forwarded(), policy, AT)
+    body = webhook_body(event, release=release)
+    jsonschema.validate(body, SCHEMA)
+    assert json.loads(webhook_payload(event, release=release)) == body
+    return body
+
+
+def test_completed_outcome_fields_and_sources() -> None:
+    body = body_for()
+    data = body["data"]
+    assert body["type"] == "job.completed" and body["timestamp"] == data["timestamp_utc"]
+    assert list(data)[:11] == [
+        "timestamp_utc",
+        "event_id",
+        "release",
+        "account_id",
+        "job_id",
+        "job_name",
+        "queue_name",
+        "attempt_count",
+        "queue_wait_ms",
+        "duration_ms",
+        "status",
+    ]
+    assert data["timestamp_utc"] == "2026-07-13T18:04:11.204Z"  # completedAt, not t or ce-time
+    assert data["event_id"] == f"fetcher.job.completed.{JOB}"
+    assert data["account_id"] == "acme" and data["job_name"] == "payments"
+    assert data["queue_name"] == "//lerian.fetcher/worker"
+    assert (data["attempt_count"], data["duration_ms"], data["status"]) == (1, 8421, "success")
+    assert data["unmeasured"] == ["queue_wait_ms"]
+    assert data["fetcher"]["result"]["size_bytes"] == 184320
+    assert data["fetcher"]["result"]["protection"]["applied_by"] == "adapter"
+    assert data["fetcher"]["schema_version"] == "1.0.0"
+
+
+def test_failed_outcome_uses_ce_time_and_marks_duration_unmeasured() -> None:
+    emitted = datetime(2026, 7, 13, 18, 4, 12, 987654, UTC)
+    body = body_for(status="failed", emitted_at=emitted)
+    data = body["data"]
+    assert data["timestamp_utc"] == "2026-07-13T18:04:12.987Z"
+    assert (data["status"], data["duration_ms"]) == ("failure", 0)
+    assert data["unmeasured"] == ["queue_wait_ms", "duration_ms"]
+    assert data["fetcher"]["error"] == {
+        "category": "datasource_error",
+        "message": "failed to connect to datasource",
+    }
+    assert "error" not in data["fetcher"]["metadata"] and "result" not in data["fetcher"]
+
+
+def test_missing_release_and_source_are_unknown_and_unmeasured() -> None:
+    body = failed_body(JOB).replace(b'"source":"payments",', b"")
+    data = body_for(release=None, status="failed", body=body)["data"]
+    assert data["release"] == "unknown" and data["job_name"] == "unknown"
+    assert data["unmeasured"] == ["release", "job_name", "queue_wait_ms", "duration_ms"]
+
+
+def test_legacy_event_falls_back_to_exchange_and_receipt_time() -> None:
+    data = body_for(legacy=True, tenant_id="single-tenant", status="failed")["data"]
+    assert data["queue_name"] == "fetcher.job.events"
+    assert data["timestamp_utc"] == "2026-07-13T18:04:13.000Z"
+    assert data["unmeasured"][0] == "timestamp_utc"
+    assert "schema_version" not in data["fetcher"]
+
+
+def test_zero_execution_time_is_a_measured_zero() -> None:
+    from jobhooks.sample_events import completed_body
+
+    data = body_for(body=completed_body(JOB, execution_ms=0))["data"]
+    assert data["duration_ms"] == 0 and "duration_ms" not in data["unmeasured"]
+
+
+def test_error_text_is_re_sanitized_and_bounded() -> None:
+    leak = (
+        "dial tcp 10.0.0.5:5432: connect: refused; open postgres://u:pw@db:5432/x; "
+        "Addr: mongo-0:27017, host 192.168.1.9 " + "x" * 2000
+    )
+    message = body_for(status="failed", body=failed_body(JOB, message=leak))["data"]["fetcher"][
+        "error"
+    ]["message"]
+    for secret in ("10.0.0.5", "pw@db", "mongo-0", "192.168.1.9"):
+        assert secret not in message
+    assert len(message) <= 512
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ('connection "crm" not found', "connection_not_found"),
+        ("failed to connect to datasource", "datasource_error"),
+        ("dial tcp [redacted]: i/o timeout", "datasource_error"),
+        ("schema mismatch: column amount is text", "schema_mismatch"),
+        ("failed to upload result to storage", "storage_write_failed"),
+        ("something odd", "unknown"),
+        ("", "unknown"),
+    ],
+)
+def test_error_categories(text: str, category: str) -> None:
+    assert categorize_error(sanitize_error_message(text)) == category
+
+
+def test_metadata_is_bounded() -> None:
+    big = json.dumps(
+        {
+            "jobId": JOB,
+            "status": "completed",
+            "metadata": {"source": "s", "blob": "y" * 10_000, "id": "c-1"},
+        }
+    ).encode()
+    metadata = body_for(body=big)["data"]["fetcher"]["metadata"]
+    assert metadata == {"source": "s", "id": "c-1"}
