@@ -1,0 +1,70 @@
+"""The delivery task: one (event, subscription) pair on the delivery queue (`jobhooks.delivery/1`).
+
+Ingest writes one per matching subscription; deliver reads it. The payload is the exact webhook
+body, built once at ingest, so every attempt and every subscription POSTs the same bytes. The
+ids are derived, not random: a repeated fan-out of one event yields the same `delivery_id`, which
+is what lets the deliver side drop a duplicate task after a recorded success.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from jobhooks.webhook_signature import webhook_id_for
+
+FORMAT = "jobhooks.delivery/1"
+
+
+class InvalidDeliveryTaskError(ValueError):
+    """A delivery-queue message is not a `jobhooks.delivery/1` task (a poison message)."""
+
+
+class DeliveryTask(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal["jobhooks.delivery/1"] = FORMAT
+    delivery_id: str
+    event_id: str
+    webhook_id: str
+    subscription_id: str
+    tenant_id: str
+    event_type: str
+    payload: str
+    """The webhook body JSON: the exact text that is signed and POSTed."""
+    replay: bool = False
+    """An operator asked for this delivery again: deliver even after a recorded success."""
+
+    def to_json(self) -> str:
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json(cls, text: str) -> DeliveryTask:
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as error:
+            raise InvalidDeliveryTaskError(
+                f"not a {FORMAT} task: {error.error_count()} problem(s), first: "
+                f"{error.errors()[0]['msg']}"
+            ) from None
+
+
+def delivery_id_for(event_id: str, subscription_id: str) -> str:
+    digest = hashlib.sha256(f"{event_id}\n{subscription_id}".encode()).hexdigest()
+    return "dlv_" + digest[:32]
+
+
+def delivery_task_for(
+    *, event_id: str, tenant_id: str, event_type: str, payload: str, subscription_id: str
+) -> DeliveryTask:
+    return DeliveryTask(
+        delivery_id=delivery_id_for(event_id, subscription_id),
+        event_id=event_id,
+        webhook_id=webhook_id_for(event_id),
+        subscription_id=subscription_id,
+        tenant_id=tenant_id,
+        event_type=event_type,
+        payload=payload,
+    )
