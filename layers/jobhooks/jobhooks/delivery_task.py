@@ -9,13 +9,13 @@ is what lets the deliver side drop a duplicate task after a recorded success.
 from __future__ import annotations
 
 import hashlib
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from jobhooks.webhook_signature import webhook_id_for
 
-FORMAT = "jobhooks.delivery/1"
+FORMAT: Final = "jobhooks.delivery/1"
 
 
 class InvalidDeliveryTaskError(ValueError):
