@@ -27,6 +27,8 @@ from jobhooks.subscriptions import (
     SubscriptionStatus,
 )
 from jobhooks.subscriptions.store import IssuedSecret, SubscriptionStore
+from jobhooks.webhook_signature import webhook_headers
+from standardwebhooks.webhooks import Webhook
 
 TABLE = "jobhooks-test-subscriptions"
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -353,6 +355,19 @@ def test_rotation_signs_with_both_secrets_until_the_grace_period_ends(
         rotated.secret
     ]
     assert store.signing_secrets(subscription, rotated_at + timedelta(days=3)) == [rotated.secret]
+
+
+def test_receivers_holding_either_secret_verify_during_the_grace_period(
+    store: SubscriptionStore,
+) -> None:
+    issued = _add(store)
+    rotated = store.rotate_secret(issued.subscription.subscription_id, grace_seconds=3600)
+    body = b'{"type":"job.completed"}'
+    timestamp = int(datetime.now(UTC).timestamp())
+    signing = store.signing_secrets(rotated.subscription, T0 + timedelta(minutes=1))
+    headers = webhook_headers("msg_1", timestamp, body, signing)
+    for secret in (issued.secret, rotated.secret):
+        Webhook(secret).verify(body, headers)
 
 
 def test_rotation_grace_defaults_to_a_day(store: SubscriptionStore) -> None:

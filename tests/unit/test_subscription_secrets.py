@@ -16,10 +16,10 @@ from jobhooks.subscriptions.exceptions import (
 from jobhooks.subscriptions.secrets import (
     DataKey,
     SecretVault,
-    new_signing_secret,
     open_secret,
     seal_secret,
 )
+from jobhooks.webhook_signature import generate_secret
 from standardwebhooks.webhooks import Webhook
 
 
@@ -69,18 +69,18 @@ def vault(kms: InMemoryKms) -> SecretVault:
     return SecretVault(kms, "alias/jobhooks")
 
 
-def test_new_signing_secret_is_standard_webhooks_shaped() -> None:
-    secret = new_signing_secret()
+def test_signing_secrets_are_standard_webhooks_shaped() -> None:
+    secret = generate_secret()
     assert secret.startswith("whsec_")
     assert len(base64.b64decode(secret.removeprefix("whsec_"), validate=True)) == 32
-    assert new_signing_secret() != secret
+    assert generate_secret() != secret
     # The reference verifier accepts it as a key.
     Webhook(secret)
 
 
 def test_sealed_secret_opens_with_the_same_subscription_and_secret_id(vault: SecretVault) -> None:
     data_key = vault.new_data_key("sub_a")
-    secret = new_signing_secret()
+    secret = generate_secret()
     sealed = seal_secret(data_key, "sub_a", "sec_1", secret)
     assert secret.encode() not in sealed
     assert open_secret(data_key, "sub_a", "sec_1", sealed) == secret
@@ -96,7 +96,7 @@ def test_sealing_twice_uses_fresh_nonces(vault: SecretVault) -> None:
 @pytest.mark.parametrize("position", [0, 1, 13, -1])
 def test_rejects_tampered_ciphertext(vault: SecretVault, position: int) -> None:
     data_key = vault.new_data_key("sub_a")
-    sealed = bytearray(seal_secret(data_key, "sub_a", "sec_1", new_signing_secret()))
+    sealed = bytearray(seal_secret(data_key, "sub_a", "sec_1", generate_secret()))
     sealed[position] ^= 0x01
     with pytest.raises(SecretDecryptionError) as caught:
         open_secret(data_key, "sub_a", "sec_1", bytes(sealed))
@@ -105,7 +105,7 @@ def test_rejects_tampered_ciphertext(vault: SecretVault, position: int) -> None:
 
 def test_rejects_truncated_ciphertext(vault: SecretVault) -> None:
     data_key = vault.new_data_key("sub_a")
-    sealed = seal_secret(data_key, "sub_a", "sec_1", new_signing_secret())
+    sealed = seal_secret(data_key, "sub_a", "sec_1", generate_secret())
     with pytest.raises(SecretDecryptionError):
         open_secret(data_key, "sub_a", "sec_1", sealed[:20])
 
@@ -114,14 +114,14 @@ def test_rejects_ciphertext_moved_to_another_subscription_under_the_same_key(
     vault: SecretVault,
 ) -> None:
     data_key = vault.new_data_key("sub_a")
-    sealed = seal_secret(data_key, "sub_a", "sec_1", new_signing_secret())
+    sealed = seal_secret(data_key, "sub_a", "sec_1", generate_secret())
     with pytest.raises(SecretDecryptionError):
         open_secret(data_key, "sub_b", "sec_1", sealed)
 
 
 def test_rejects_ciphertext_moved_to_another_secret_slot(vault: SecretVault) -> None:
     data_key = vault.new_data_key("sub_a")
-    sealed = seal_secret(data_key, "sub_a", "sec_1", new_signing_secret())
+    sealed = seal_secret(data_key, "sub_a", "sec_1", generate_secret())
     with pytest.raises(SecretDecryptionError):
         open_secret(data_key, "sub_a", "sec_2", sealed)
 

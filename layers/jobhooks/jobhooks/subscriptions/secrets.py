@@ -6,6 +6,8 @@ signing secret is sealed with AES-256-GCM under it:
 
     ciphertext = version (1 byte) || nonce (12 random bytes) || AES-GCM(secret) || tag
 
+The secrets themselves are Standard Webhooks secrets from `jobhooks.webhook_signature`.
+
 The associated data names the subscription and the secret, so a ciphertext copied to another
 subscription or another secret slot fails to open. Opening a data key calls KMS `Decrypt` once;
 decrypted keys are then kept in a bounded in-memory cache keyed by the encrypted blob, because
@@ -14,9 +16,7 @@ the deliver function opens the same few keys for every delivery.
 
 from __future__ import annotations
 
-import base64
 import os
-import secrets
 import threading
 from collections import OrderedDict
 from typing import Any, Final
@@ -31,19 +31,11 @@ from jobhooks.subscriptions.exceptions import (
     SecretDecryptionError,
 )
 
-SECRET_PREFIX: Final = "whsec_"  # noqa: S105 - the Standard Webhooks marker
-SECRET_BYTES: Final = 32
-
 _SEAL_VERSION: Final = b"\x01"
 _NONCE_BYTES: Final = 12
 _AAD_LABEL: Final = b"jobhooks.subscription-secret/1"
 _CONTEXT_KEY: Final = "jobhooks:subscription_id"
 DEFAULT_DATA_KEY_CACHE_SIZE: Final = 1024
-
-
-def new_signing_secret() -> str:
-    """A Standard Webhooks secret: `whsec_` + base64 of 32 random bytes."""
-    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode("ascii")
 
 
 class DataKey:

@@ -48,12 +48,8 @@ from jobhooks.subscriptions.model import (
     validate_tenant_id,
     validate_url,
 )
-from jobhooks.subscriptions.secrets import (
-    DEFAULT_DATA_KEY_CACHE_SIZE,
-    SecretVault,
-    new_signing_secret,
-    open_secret,
-)
+from jobhooks.subscriptions.secrets import DEFAULT_DATA_KEY_CACHE_SIZE, SecretVault, open_secret
+from jobhooks.webhook_signature import generate_secret
 
 BY_TENANT_INDEX: Final = "by_tenant"
 DEFAULT_PAGE_SIZE: Final = 50
@@ -133,7 +129,7 @@ class SubscriptionStore:
         now = self._now()
         subscription_id = new_subscription_id()
         data_key = self._vault.new_data_key(subscription_id)
-        secret, secret_id = new_signing_secret(), new_secret_id()
+        secret, secret_id = generate_secret(), new_secret_id()
         subscription = Subscription(
             subscription_id=subscription_id,
             tenant_id=tenant_id,
@@ -273,7 +269,7 @@ class SubscriptionStore:
         subscription whose stored secrets became unreadable.
         """
         grace = validate_grace(grace_seconds)
-        secret = new_signing_secret()
+        secret = generate_secret()
 
         def rotate(current: Subscription, now: datetime) -> Subscription:
             retiring = []
