@@ -151,7 +151,8 @@ def _required(document: dict[str, Any], name: str, kind: type) -> Any:
 
 def _b64decode(text: str, where: str) -> bytes:
     try:
-        return base64.b64decode(text.encode("ascii"), validate=True)
+        # strict_mode: only the standard alphabet with correct padding, like validate=True.
+        return binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
     except (binascii.Error, UnicodeEncodeError):
         raise _malformed(f"{where} is not standard base64") from None
 
@@ -198,6 +199,11 @@ def _decode_table(entries: Any, where: str) -> dict[str, HeaderValue]:
 
 
 def _decode_value(kind: Any, raw: Any, where: str) -> HeaderValue:
+    # Fetcher's headers are byte arrays and strings: decide those before the general match.
+    if kind == "bytes" and type(raw) is str:
+        return _b64decode(raw, where)
+    if kind == "str" and type(raw) is str:
+        return raw
     match kind:
         case "str" if isinstance(raw, str):
             return raw

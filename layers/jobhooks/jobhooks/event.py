@@ -14,7 +14,6 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from jobhooks.rejection import Reason, RejectedMessageError
-from jobhooks.signed_bytes import parse_json_object
 
 JobStatus = Literal["completed", "failed"]
 STATUSES: tuple[JobStatus, ...] = ("completed", "failed")
@@ -126,8 +125,8 @@ def _status(text: str) -> JobStatus:
     return "completed" if text == "completed" else "failed"
 
 
-def parse_body(body: bytes) -> JobBody:
-    document = parse_json_object(body)
+def parse_body(document: dict[str, Any] | None) -> JobBody:
+    """The body (as `parse_json_object` read it) as a `JobBody`, or `malformed_body`."""
     if document is None:
         raise RejectedMessageError(Reason.MALFORMED_BODY, "the body is not a JSON object")
     if not isinstance(document.get("jobId", document.get("job_id")), str):

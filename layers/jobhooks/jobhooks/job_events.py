@@ -16,6 +16,7 @@ from jobhooks.event import JobEvent, parse_body, parse_rfc3339, routing_status
 from jobhooks.freshness import DEFAULT_FUTURE_SKEW_SECONDS
 from jobhooks.keys import HmacKey
 from jobhooks.rejection import Reason, RejectedMessageError
+from jobhooks.signed_bytes import job_id_in, parse_json_object
 from jobhooks.verification import header_text, verify_signature
 
 DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600
@@ -52,6 +53,7 @@ def read_job_event(
 
 def _read(message: ForwardedMessage, policy: VerificationPolicy, received_at: datetime) -> JobEvent:
     routed_status, legacy_route = routing_status(message.routing_key)
+    document = parse_json_object(message.body)  # once: both the signature and the model need it
     signature = verify_signature(
         headers=message.headers,
         exchange=message.exchange,
@@ -62,8 +64,9 @@ def _read(message: ForwardedMessage, policy: VerificationPolicy, received_at: da
         max_age_seconds=policy.max_age_seconds,
         max_future_seconds=policy.max_future_seconds,
         allow_legacy=policy.allow_legacy_signatures,
+        job_id=job_id_in(document),
     )
-    body = parse_body(message.body)
+    body = parse_body(document)
     tenant_id = attributed_tenant(message.headers, signature.tenant_id)
     event_id = check_event_identity(message.headers, body, routed_status)
     headers = message.headers

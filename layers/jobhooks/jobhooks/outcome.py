@@ -103,21 +103,29 @@ def to_outcome(event: JobEvent, *, release: str | None = None) -> Outcome:
     )
 
 
-def webhook_body(event: JobEvent, *, release: str | None = None) -> dict[str, Any]:
-    """The Standard Webhooks envelope `{type, timestamp, data}` for one event."""
+class WebhookBody(BaseModel):
+    """The Standard Webhooks envelope `{type, timestamp, data}`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    timestamp: str
+    data: Outcome
+
+
+def to_webhook(event: JobEvent, *, release: str | None = None) -> WebhookBody:
     outcome = to_outcome(event, release=release)
-    return {
-        "type": event.event_type,
-        "timestamp": outcome.timestamp_utc,
-        "data": outcome.model_dump(mode="json", exclude_none=True),
-    }
+    return WebhookBody(type=event.event_type, timestamp=outcome.timestamp_utc, data=outcome)
+
+
+def webhook_body(event: JobEvent, *, release: str | None = None) -> dict[str, Any]:
+    """The webhook body as JSON-ready data."""
+    return to_webhook(event, release=release).model_dump(mode="json", exclude_none=True)
 
 
 def webhook_payload(event: JobEvent, *, release: str | None = None) -> str:
-    """The exact JSON text that is signed and POSTed."""
-    return json.dumps(
-        webhook_body(event, release=release), separators=(",", ":"), ensure_ascii=False
-    )
+    """The exact JSON text (compact, UTF-8) that is signed and POSTed."""
+    return to_webhook(event, release=release).model_dump_json(exclude_none=True)
 
 
 def format_timestamp(moment: datetime) -> str:
@@ -140,6 +148,9 @@ def _fetcher_context(event: JobEvent) -> FetcherContext:
 
 def _bounded_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     """The caller's metadata minus the reserved `error`, cut to a byte budget key by key."""
+    whole = {key: value for key, value in metadata.items() if key != "error"}
+    if len(json.dumps(whole, ensure_ascii=False).encode("utf-8")) <= MAX_METADATA_BYTES:
+        return whole
     kept: dict[str, Any] = {}
     used = 2
     for key, value in metadata.items():

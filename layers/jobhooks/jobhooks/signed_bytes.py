@@ -21,10 +21,12 @@ def bound_job_id(body: bytes) -> str:
     unescaping). Anything else binds an empty line: missing key, `job_id`, a number, invalid
     JSON. It never falls back to `job_id`, so neither do we.
     """
-    document = parse_json_object(body)
-    if document is None:
-        return ""
-    job_id = document.get("jobId")
+    return job_id_in(parse_json_object(body))
+
+
+def job_id_in(document: dict[str, Any] | None) -> str:
+    """`bound_job_id` of an already parsed body."""
+    job_id = document.get("jobId") if document is not None else None
     return job_id if isinstance(job_id, str) else ""
 
 

@@ -50,7 +50,9 @@ def verify_signature(
     max_age_seconds: float,
     max_future_seconds: float = DEFAULT_FUTURE_SKEW_SECONDS,
     allow_legacy: bool = False,
+    job_id: str | None = None,
 ) -> VerifiedSignature:
+    """Verify one message; `job_id` is the body's bound job id when the caller already parsed it."""
     signature = header_text(headers.get(SIGNATURE_HEADER))
     raw_timestamp = headers.get(TIMESTAMP_HEADER)
     version = header_text(headers.get(VERSION_HEADER))
@@ -86,7 +88,7 @@ def verify_signature(
         timestamp=timestamp,
         version=version,
         tenant_id=tenant_id,
-        job_id=bound_job_id(body),
+        job_id=bound_job_id(body) if job_id is None else job_id,
         exchange=exchange,
         routing_key=routing_key,
         body=body,

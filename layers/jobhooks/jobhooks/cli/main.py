@@ -18,6 +18,7 @@ from jobhooks.cli.errors import CliError
 COMMAND_MODULES = (
     "jobhooks.cli.inspect",
     "jobhooks.cli.keys",
+    "jobhooks.cli.shovel",
 )
 
 
