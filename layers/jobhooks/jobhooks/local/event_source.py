@@ -17,7 +17,10 @@ without running any code, so the test suites and `jobhooks dev` drive the handle
   redrive to the DLQ happens exactly as on AWS (moto performs it in server mode).
 
 Several pollers (or `concurrency` > 1) on one queue behave like concurrent Lambda instances,
-except that they share this process: handlers must tolerate running in parallel threads.
+except that they share this process: handlers must tolerate running in parallel threads. The
+usual Powertools pattern does NOT: a module-level `BatchProcessor` keeps the current batch in
+the instance, so two threads invoking one such handler mix their results. Give each poller of
+such a handler `concurrency=1` (one Lambda instance), or build the processor per invocation.
 """
 
 from __future__ import annotations
