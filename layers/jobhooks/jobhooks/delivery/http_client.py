@@ -1,0 +1,441 @@
+"""The webhook HTTP client: the only code in jobhooks that opens an outbound connection.
+
+One `post()` is one delivery attempt, and it never raises for anything the network or the
+receiver does; it returns a `PostResult`. Before connecting it asks the `NetworkPolicy` (on
+every attempt, since DNS answers change), then connects to the address the policy checked,
+never to a second resolution of the name (no DNS rebinding). TLS is verified against the URL's
+host name, the `Host` header is the URL's, nothing is retried and redirects are never followed:
+a 3xx comes back as a status like any other.
+
+Time is bounded twice. The connect timeout bounds the TCP handshake; a total deadline (at most
+15 s) bounds everything else. Socket timeouts are per read, so a receiver that trickles one byte
+at a time would defeat them: a watchdog shuts the socket down when the deadline passes (which
+also covers a slow TLS handshake or slow headers), and the body loop checks the deadline between
+reads. At most `RESPONSE_EXCERPT_BYTES` of the body are read, then the connection is closed.
+
+Nothing here logs above debug level, and never a URL path, query, header value or body.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from enum import StrEnum
+from http.client import HTTPException
+from typing import Any, Final
+
+from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    HTTPError,
+    NewConnectionError,
+    ReadTimeoutError,
+    SSLError,
+)
+from urllib3.response import BaseHTTPResponse
+from urllib3.util import Timeout
+
+from jobhooks import __version__
+from jobhooks.delivery.exceptions import RefusalCode, RefusedUrlError
+from jobhooks.delivery.network_policy import CheckedTarget, IPAddress, NetworkPolicy
+
+DEFAULT_CONNECT_TIMEOUT_SECONDS: Final = 5.0
+DEFAULT_TOTAL_TIMEOUT_SECONDS: Final = 15.0
+# Receivers are told to answer fast; a longer wait only holds a Lambda (and its batch) hostage.
+MAX_TOTAL_TIMEOUT_SECONDS: Final = 15.0
+RESPONSE_EXCERPT_BYTES: Final = 4096
+USER_AGENT: Final = f"jobhooks/{__version__}"
+
+# Headers this module owns: the caller cannot aim the request elsewhere or change its framing.
+_OWNED_HEADERS: Final = frozenset(
+    {"host", "content-length", "transfer-encoding", "connection", "accept-encoding"}
+)
+
+_log = logging.getLogger(__name__)
+
+
+class PostError(StrEnum):
+    """Why an attempt ended without an HTTP status from the receiver."""
+
+    DNS_ERROR = "dns_error"
+    ADDRESS_NOT_PUBLIC = "address_not_public"
+    URL_NOT_ALLOWED = "url_not_allowed"  # the other refusal codes of the network policy
+    CONNECT_ERROR = "connect_error"
+    TLS_ERROR = "tls_error"
+    TIMEOUT = "timeout"
+    PROTOCOL_ERROR = "protocol_error"
+
+
+@dataclass(frozen=True, slots=True)
+class PostResult:
+    """One attempt: a status code, or an `error` with a `detail` sentence, never both.
+
+    `response_excerpt` is at most `RESPONSE_EXCERPT_BYTES` of the body (as UTF-8), and only a
+    prefix when the body was longer or the deadline cut it short. A 3xx is a result like any
+    other; whether it counts as delivered is the caller's decision (`succeeded` says no).
+    """
+
+    status_code: int | None
+    error: PostError | None
+    detail: str | None
+    latency_ms: int
+    response_excerpt: str = ""
+    retry_after_seconds: int | None = None
+    address: str | None = None  # where the request went; None when no connection was made
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+class WebhookClient:
+    """POSTs webhooks within the network policy. One instance serves many attempts."""
+
+    def __init__(
+        self,
+        policy: NetworkPolicy | None = None,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
+        total_timeout: float = DEFAULT_TOTAL_TIMEOUT_SECONDS,
+        ca_bundle: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """`ca_bundle` replaces the system CAs (tests serve certificates from their own CA)."""
+        if not 0 < total_timeout <= MAX_TOTAL_TIMEOUT_SECONDS:
+            raise ValueError(
+                f"total_timeout must be more than 0 and at most {MAX_TOTAL_TIMEOUT_SECONDS} s"
+            )
+        if not 0 < connect_timeout <= total_timeout:
+            raise ValueError("connect_timeout must be more than 0 and at most total_timeout")
+        self.policy = policy if policy is not None else NetworkPolicy()
+        self.connect_timeout = connect_timeout
+        self.total_timeout = total_timeout
+        self._tls = ssl.create_default_context(cafile=ca_bundle)
+        self._tls.minimum_version = ssl.TLSVersion.TLSv1_2
+
+    def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> PostResult:
+        """POST `body` to `url` once; the result says what happened."""
+        started = time.monotonic()
+        deadline = _Deadline(self.total_timeout)
+        try:
+            return self._post(url, body, headers, deadline, started)
+        finally:
+            deadline.close()
+
+    def _post(
+        self,
+        url: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        deadline: _Deadline,
+        started: float,
+    ) -> PostResult:
+        def failed(error: PostError, detail: str, address: str | None = None) -> PostResult:
+            result = PostResult(None, error, detail, _elapsed_ms(started), address=address)
+            _log.debug("webhook POST not answered: %s (%s ms)", error.value, result.latency_ms)
+            return result
+
+        try:
+            target = self.policy.check_url(url)
+        except RefusedUrlError as refusal:
+            return failed(
+                _REFUSAL_ERRORS.get(refusal.code, PostError.URL_NOT_ALLOWED), str(refusal)
+            )
+
+        request_headers = self._request_headers(target, headers)
+        outcome: tuple[PostError, str] = (PostError.TIMEOUT, _deadline_detail(self.total_timeout))
+        address_text: str | None = None
+        # Every address passed the policy; trying the next one when a connection cannot be
+        # made at all is what browsers do for dual-stack hosts, and nothing was sent yet.
+        for address in target.addresses:
+            if deadline.expired:
+                break
+            address_text = str(address)
+            pool = self._pool(target, address, deadline)
+            try:
+                response = pool.urlopen(
+                    "POST",
+                    target.request_target,
+                    body=body,
+                    headers=request_headers,
+                    retries=False,
+                    redirect=False,
+                    assert_same_host=False,
+                    preload_content=False,
+                    decode_content=False,
+                    timeout=Timeout(
+                        connect=min(self.connect_timeout, deadline.remaining()),
+                        read=deadline.remaining(),
+                    ),
+                )
+            except (HTTPError, HTTPException, OSError) as error:
+                pool.close()
+                outcome = _classify(error, deadline, target, address, self.total_timeout)
+                # NewConnectionError is a ConnectTimeoutError: either way no byte was sent.
+                if isinstance(error, ConnectTimeoutError) and not deadline.cut_off:
+                    continue
+                return failed(*outcome, address=address_text)
+            if deadline.cut_off:
+                # The watchdog's shutdown reads as a clean end of stream, and http.client ends
+                # the header block there: what looks like a response may be half of one.
+                response.close()
+                pool.close()
+                return failed(PostError.TIMEOUT, _deadline_detail(self.total_timeout), address_text)
+            try:
+                result = self._read_response(response, deadline, started, address_text)
+            finally:
+                response.close()
+                pool.close()
+            _log.debug("webhook POST answered %s (%s ms)", result.status_code, result.latency_ms)
+            return result
+        return failed(*outcome, address=address_text)
+
+    def _pool(
+        self, target: CheckedTarget, address: IPAddress, deadline: _Deadline
+    ) -> HTTPConnectionPool:
+        # One pool per attempt: attempts go to different receivers and the policy must run
+        # before each connection, so there is nothing worth keeping alive.
+        if target.scheme == "http":
+            return _GuardedHTTPConnectionPool(
+                str(address), target.port, maxsize=1, retries=False, deadline=deadline
+            )
+        return _GuardedHTTPSConnectionPool(
+            str(address),
+            target.port,
+            maxsize=1,
+            retries=False,
+            ssl_context=self._tls,
+            server_hostname=target.host,
+            assert_hostname=target.host,
+            deadline=deadline,
+        )
+
+    @staticmethod
+    def _request_headers(target: CheckedTarget, headers: Mapping[str, str]) -> dict[str, str]:
+        request_headers = {
+            name: value for name, value in headers.items() if name.lower() not in _OWNED_HEADERS
+        }
+        request_headers["Host"] = target.host_header
+        # The body is never decompressed (a compression bomb's door), so ask for one that the
+        # excerpt can show as text.
+        request_headers["Accept-Encoding"] = "identity"
+        request_headers["Connection"] = "close"
+        if not any(name.lower() == "user-agent" for name in request_headers):
+            request_headers["User-Agent"] = USER_AGENT
+        return request_headers
+
+    @staticmethod
+    def _read_response(
+        response: BaseHTTPResponse, deadline: _Deadline, started: float, address: str
+    ) -> PostResult:
+        status = response.status
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        excerpt = bytearray()
+        # The status is the receiver's answer; the body is only kept for the attempt log, so a
+        # body cut short by the cap, the deadline or a broken connection does not undo it.
+        try:
+            while len(excerpt) < RESPONSE_EXCERPT_BYTES and not deadline.expired:
+                chunk = response.read1(RESPONSE_EXCERPT_BYTES - len(excerpt), decode_content=False)
+                if not chunk:
+                    break
+                excerpt += chunk
+        except (HTTPError, HTTPException, OSError):
+            pass
+        return PostResult(
+            status_code=status,
+            error=None,
+            detail=None,
+            latency_ms=_elapsed_ms(started),
+            response_excerpt=_excerpt_text(bytes(excerpt)),
+            retry_after_seconds=retry_after,
+            address=address,
+        )
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> int | None:
+    """Seconds to wait from a `Retry-After` value (delta-seconds or HTTP-date), else `None`."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        # Ten digits is three centuries; anything longer is garbage, not a plan.
+        return int(value) if len(value) <= 10 else None
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)  # HTTP dates are GMT even when written "-0000"
+    delta = (when - (now or datetime.now(UTC))).total_seconds()
+    return max(0, math.ceil(delta))
+
+
+_REFUSAL_ERRORS: Final = {
+    RefusalCode.URL_HOST_UNRESOLVABLE: PostError.DNS_ERROR,
+    RefusalCode.ADDRESS_NOT_PUBLIC: PostError.ADDRESS_NOT_PUBLIC,
+}
+
+
+def _classify(
+    error: BaseException,
+    deadline: _Deadline,
+    target: CheckedTarget,
+    address: IPAddress,
+    total_timeout: float,
+) -> tuple[PostError, str]:
+    where = f"{address} port {target.port}"
+    if deadline.cut_off:
+        return PostError.TIMEOUT, _deadline_detail(total_timeout)
+    if isinstance(error, NewConnectionError):
+        return PostError.CONNECT_ERROR, f"could not connect to {where}: {_os_reason(error)}"
+    if isinstance(error, ConnectTimeoutError):
+        return PostError.TIMEOUT, f"connecting to {where} timed out"
+    if isinstance(error, ReadTimeoutError) or _caused_by(error, TimeoutError):
+        return PostError.TIMEOUT, f"{where} did not answer in time"
+    if isinstance(error, SSLError) or _caused_by(error, ssl.SSLError):
+        return (
+            PostError.TLS_ERROR,
+            f"TLS with {target.host} at {where} failed: {_tls_reason(error)}",
+        )
+    return PostError.PROTOCOL_ERROR, f"{where} broke the HTTP exchange: {_os_reason(error)}"
+
+
+def _caused_by(error: BaseException, kind: type[BaseException]) -> bool:
+    seen: BaseException | None = error
+    for _ in range(8):  # urllib3 nests at most a few levels; a cycle must not loop forever
+        if seen is None:
+            return False
+        if isinstance(seen, kind) or any(isinstance(arg, kind) for arg in seen.args):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _os_reason(error: BaseException) -> str:
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.strerror:
+            return seen.strerror
+        nested = next((arg for arg in seen.args if isinstance(arg, BaseException)), None)
+        seen = nested or seen.__cause__
+    return type(error).__name__
+
+
+def _tls_reason(error: BaseException) -> str:
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return f"certificate verify failed ({seen.verify_message})"
+        if isinstance(seen, ssl.SSLError) and seen.reason:
+            return str(seen.reason).lower().replace("_", " ")
+        if isinstance(seen, ssl.CertificateError):
+            return str(seen)
+        nested = next((arg for arg in seen.args if isinstance(arg, BaseException)), None)
+        seen = nested or seen.__cause__
+    return "handshake failed"
+
+
+def _deadline_detail(total_timeout: float) -> str:
+    return f"the receiver did not answer within the {total_timeout:g} s deadline"
+
+
+def _excerpt_text(raw: bytes) -> str:
+    # Replacement characters take three bytes each; trim so the stored excerpt stays in bounds.
+    text = raw.decode("utf-8", errors="replace")
+    return text.encode()[:RESPONSE_EXCERPT_BYTES].decode("utf-8", errors="ignore")
+
+
+def _elapsed_ms(started: float) -> int:
+    return round((time.monotonic() - started) * 1000)
+
+
+class _Deadline:
+    """The attempt's total deadline, enforced on every socket it guards.
+
+    `guard()` keeps a duplicate of each raw socket (the TLS layer takes over the original) and
+    a timer thread shuts them down when time is up, which wakes any read blocked on them.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self._at = time.monotonic() + seconds
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer: threading.Timer | None = None
+        self._closed = False
+        self.cut_off = False
+
+    def remaining(self) -> float:
+        return max(0.0, self._at - time.monotonic())
+
+    @property
+    def expired(self) -> bool:
+        return self.remaining() <= 0.0
+
+    def guard(self, sock: socket.socket) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._sockets.append(sock.dup())
+            if self._timer is None:
+                self._timer = threading.Timer(self.remaining(), self._cut_off)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _cut_off(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self.cut_off = True
+            for sock in self._sockets:
+                with contextlib.suppress(OSError):  # the peer may have closed it already
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+            for sock in self._sockets:
+                sock.close()
+            self._sockets.clear()
+
+
+class _GuardedHTTPSConnection(HTTPSConnection):
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline = deadline
+
+    def _new_conn(self) -> socket.socket:
+        # Right after the TCP handshake, before TLS: a stalled handshake is cut off too.
+        sock = super()._new_conn()
+        self._deadline.guard(sock)
+        return sock
+
+
+class _GuardedHTTPConnection(HTTPConnection):
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline = deadline
+
+    def _new_conn(self) -> socket.socket:
+        sock = super()._new_conn()
+        self._deadline.guard(sock)
+        return sock
+
+
+class _GuardedHTTPSConnectionPool(HTTPSConnectionPool):
+    ConnectionCls = _GuardedHTTPSConnection
+
+
+class _GuardedHTTPConnectionPool(HTTPConnectionPool):
+    ConnectionCls = _GuardedHTTPConnection
