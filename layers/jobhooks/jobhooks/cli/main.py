@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "jobhooks.cli.inspect",
     "jobhooks.cli.keys",
     "jobhooks.cli.shovel",
+    "jobhooks.cli.dev",
+    "jobhooks.cli.publish_sample",
 )
 
 
