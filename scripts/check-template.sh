@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Checks template.yaml with the SAM CLI itself: `sam validate --lint`, then `sam build` (the layer
+# and the three functions, arm64). Needs no AWS account or credentials; `sam build` needs the
+# package registry for the layer's requirements.
+#
+# aws-sam-cli pins dependencies that conflict with the project's, so it lives in its own venv,
+# .venv-sam, created on first use. `sam build` for runtime python3.12 needs a python3.12 on PATH
+# ("Binary validation failed" otherwise): pyenv's is put first when pyenv is present.
+#
+# Usage: scripts/check-template.sh [--template FILE] [--build-dir DIR] [--no-build]
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+template="$root/template.yaml"
+build_dir="$root/.aws-sam/build"
+build=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --template) template="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
+        --build-dir) build_dir="$2"; shift 2 ;;
+        --no-build) build=0; shift ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+        *) echo "check-template: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+
+export SAM_CLI_TELEMETRY=0
+# sam validate wants a region even though --lint never calls AWS.
+export AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-${AWS_REGION:-us-east-1}}"
+
+if command -v pyenv >/dev/null 2>&1; then
+    for dir in "$(pyenv root)"/versions/3.12.*/bin; do
+        [ -x "$dir/python3.12" ] && python312_dir="$dir"
+    done
+    if [ -n "${python312_dir:-}" ]; then
+        export PATH="$python312_dir:$PATH"
+    fi
+fi
+if ! command -v python3.12 >/dev/null 2>&1; then
+    echo "check-template: python3.12 is needed on PATH (runtime python3.12); install it or pyenv's 3.12" >&2
+    exit 1
+fi
+
+sam_venv="$root/.venv-sam"
+if [ ! -x "$sam_venv/bin/sam" ]; then
+    echo "check-template: installing aws-sam-cli into $sam_venv"
+    python3.12 -m venv "$sam_venv"
+    "$sam_venv/bin/pip" install --quiet --disable-pip-version-check aws-sam-cli
+fi
+sam="$sam_venv/bin/sam"
+"$sam" --version
+
+cd "$(dirname "$template")"
+echo "check-template: sam validate --lint ($template)"
+"$sam" validate --lint --template-file "$template"
+
+if [ "$build" = 1 ]; then
+    missing=0
+    for handler in functions/ingest/app.py functions/deliver/app.py functions/api/app.py; do
+        if [ ! -f "$handler" ]; then
+            echo "check-template: $handler is missing: sam build needs every function's code" >&2
+            missing=1
+        fi
+    done
+    [ "$missing" = 0 ] || exit 1
+    echo "check-template: sam build -> $build_dir"
+    "$sam" build --template-file "$template" --build-dir "$build_dir"
+    # The layer must carry the package where Lambda looks for it (/opt/python).
+    if [ ! -f "$build_dir/CoreLayer/python/jobhooks/__init__.py" ]; then
+        echo "check-template: the built layer has no python/jobhooks package" >&2
+        exit 1
+    fi
+fi
+echo "check-template: OK"
