@@ -1,0 +1,190 @@
+"""jobhooks.local.template builds, on moto's server, exactly the queues and tables of template.yaml.
+
+The expectations are read from template.yaml with cfn-lint's own parser (not with the module
+under test), so a template change and a provisioning bug cannot cancel out.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from cfnlint.decode import cfn_yaml
+from jobhooks.local.moto_server import MotoServer
+from jobhooks.local.template import (
+    LocalResources,
+    LocalTemplateError,
+    load_template,
+    provision,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE: dict[str, Any] = cfn_yaml.load(str(ROOT / "template.yaml"))
+SQS_DEFAULTS = {"VisibilityTimeout": 30, "MessageRetentionPeriod": 345_600}
+KEY_HEX = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+
+def of_type(resource_type: str) -> dict[str, dict[str, Any]]:
+    return {
+        logical_id: resource["Properties"]
+        for logical_id, resource in TEMPLATE["Resources"].items()
+        if resource["Type"] == resource_type
+    }
+
+
+QUEUES = of_type("AWS::SQS::Queue")
+TABLES = of_type("AWS::DynamoDB::Table")
+
+
+@pytest.fixture
+def resources(aws: MotoServer) -> LocalResources:
+    return provision(endpoint_url=aws.endpoint_url)
+
+
+def test_every_queue_has_the_template_attributes(resources: LocalResources) -> None:
+    sqs = boto3.client("sqs")
+    assert {k for k, t in resources.types.items() if t == "AWS::SQS::Queue"} == set(QUEUES)
+    for logical_id, spec in QUEUES.items():
+        url = resources.queue_url(logical_id)
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        assert attributes["QueueArn"] == resources.arns[logical_id]
+        assert attributes["QueueArn"].endswith(":jobhooks-" + logical_id)
+        for name, default in SQS_DEFAULTS.items():
+            assert int(attributes[name]) == spec.get(name, default), (logical_id, name)
+        assert attributes["SqsManagedSseEnabled"] == "true"
+        redrive = spec.get("RedrivePolicy")
+        if redrive is None:
+            assert "RedrivePolicy" not in attributes, logical_id
+            continue
+        actual = json.loads(attributes["RedrivePolicy"])
+        dlq = redrive["deadLetterTargetArn"]["Fn::GetAtt"][0]
+        assert actual["deadLetterTargetArn"] == resources.arns[dlq]
+        assert int(actual["maxReceiveCount"]) == redrive["maxReceiveCount"]
+
+
+def describe_indexes(description: dict[str, Any]) -> dict[str, Any]:
+    return {
+        index["IndexName"]: (index["KeySchema"], index["Projection"]["ProjectionType"])
+        for index in description.get("GlobalSecondaryIndexes", [])
+    }
+
+
+def test_every_table_has_the_template_keys_indexes_and_ttl(resources: LocalResources) -> None:
+    dynamodb = boto3.client("dynamodb")
+    assert {k for k, t in resources.types.items() if t == "AWS::DynamoDB::Table"} == set(TABLES)
+    for logical_id, spec in TABLES.items():
+        name = resources.table_name(logical_id)
+        description = dynamodb.describe_table(TableName=name)["Table"]
+        assert description["KeySchema"] == spec["KeySchema"]
+        assert {
+            (d["AttributeName"], d["AttributeType"]) for d in description["AttributeDefinitions"]
+        } == {(d["AttributeName"], d["AttributeType"]) for d in spec["AttributeDefinitions"]}
+        assert describe_indexes(description) == {
+            index["IndexName"]: (index["KeySchema"], index["Projection"]["ProjectionType"])
+            for index in spec.get("GlobalSecondaryIndexes", [])
+        }
+        ttl = dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+        wanted = spec.get("TimeToLiveSpecification")
+        if wanted:
+            assert ttl["TimeToLiveStatus"] == "ENABLED", logical_id
+            assert ttl["AttributeName"] == wanted["AttributeName"]
+        else:
+            assert ttl["TimeToLiveStatus"] == "DISABLED", logical_id
+
+
+def test_key_and_fetcher_keys_secret_exist(resources: LocalResources) -> None:
+    key = boto3.client("kms").describe_key(KeyId=resources.refs["SubscriptionSecretsKey"])
+    assert key["KeyMetadata"]["Enabled"] is True
+    secret = boto3.client("secretsmanager").get_secret_value(
+        SecretId=resources.refs["FetcherKeysSecret"]
+    )
+    # Nobody passed keys: the template's placeholder, which is not a key.
+    template_secret = TEMPLATE["Resources"]["FetcherKeysSecret"]["Properties"]
+    assert secret["SecretString"] == template_secret["SecretString"]
+    assert secret["Name"] == "jobhooks/fetcher-keys"
+
+
+def test_environment_points_the_functions_at_the_local_resources(
+    resources: LocalResources,
+) -> None:
+    environment = resources.environment()
+    assert environment["JOBHOOKS_INGEST_QUEUE_URL"] == resources.queue_url("IngestQueue")
+    assert environment["JOBHOOKS_DELIVERY_DLQ_URL"] == resources.queue_url(
+        "DeliveryDeadLetterQueue"
+    )
+    assert environment["JOBHOOKS_CLAIMS_TABLE"] == resources.table_name("ClaimsTable")
+    assert environment["JOBHOOKS_KMS_KEY_ID"] == resources.refs["SubscriptionSecretsKey"]
+    assert environment["JOBHOOKS_FETCHER_KEYS_SECRET_ARN"] == resources.refs["FetcherKeysSecret"]
+    assert environment["JOBHOOKS_DEDUP_RETENTION_DAYS"] == "7"
+    assert environment["JOBHOOKS_RETRY_SCHEDULE"] == "0,5,300,1800,7200,18000,36000,36000"
+    assert all(name.startswith("JOBHOOKS_") for name in environment)
+    # One function's view holds only what the template gives that function.
+    assert "JOBHOOKS_RETRY_SCHEDULE" not in resources.environment("IngestFunction")
+    assert "JOBHOOKS_FETCHER_KEYS_SECRET_ARN" in resources.environment("IngestFunction")
+
+
+def test_functions_carry_their_event_source_settings(resources: LocalResources) -> None:
+    ingest = resources.functions["IngestFunction"]
+    assert (ingest.queue, ingest.timeout_seconds, ingest.batch_size) == ("IngestQueue", 30, 10)
+    assert ingest.code_uri == "functions/ingest/" and ingest.handler == "app.handler"
+    deliver = resources.functions["DeliverFunction"]
+    assert (deliver.queue, deliver.timeout_seconds) == ("DeliveryQueue", 60)
+    assert resources.functions["ApiFunction"].queue is None
+    assert ingest.variables["POWERTOOLS_SERVICE_NAME"] == "jobhooks"
+
+
+def test_provisioning_twice_reuses_everything(aws: MotoServer) -> None:
+    first = provision(endpoint_url=aws.endpoint_url)
+    counts = (
+        len(boto3.client("sqs").list_queues()["QueueUrls"]),
+        len(boto3.client("dynamodb").list_tables()["TableNames"]),
+        len(boto3.client("kms").list_keys()["Keys"]),
+        len(boto3.client("secretsmanager").list_secrets()["SecretList"]),
+    )
+    second = provision(endpoint_url=aws.endpoint_url)
+    assert second == first
+    assert counts == (
+        len(boto3.client("sqs").list_queues()["QueueUrls"]),
+        len(boto3.client("dynamodb").list_tables()["TableNames"]),
+        len(boto3.client("kms").list_keys()["Keys"]),
+        len(boto3.client("secretsmanager").list_secrets()["SecretList"]),
+    )
+
+
+def test_fetcher_keys_are_set_and_replaced_but_never_reset(aws: MotoServer) -> None:
+    secrets = boto3.client("secretsmanager")
+    resources = provision(fetcher_keys=[KEY_HEX], endpoint_url=aws.endpoint_url)
+    arn = resources.refs["FetcherKeysSecret"]
+    assert secrets.get_secret_value(SecretId=arn)["SecretString"] == KEY_HEX
+    rotated = ["ff" * 32, KEY_HEX]
+    provision(fetcher_keys=rotated, endpoint_url=aws.endpoint_url)
+    assert secrets.get_secret_value(SecretId=arn)["SecretString"] == ",".join(rotated)
+    provision(endpoint_url=aws.endpoint_url)
+    assert secrets.get_secret_value(SecretId=arn)["SecretString"] == ",".join(rotated)
+
+
+def test_prefix_and_parameters_change_names_and_settings(aws: MotoServer) -> None:
+    resources = provision(
+        prefix="jh-test", parameters={"DedupRetentionDays": 3}, endpoint_url=aws.endpoint_url
+    )
+    assert resources.queue_url("IngestQueue").endswith("/jh-test-IngestQueue")
+    assert resources.names["FetcherKeysSecret"] == "jh-test/fetcher-keys"
+    assert resources.environment()["JOBHOOKS_DEDUP_RETENTION_DAYS"] == "3"
+    with pytest.raises(LocalTemplateError, match="unknown template parameters"):
+        provision(parameters={"NoSuchParameter": 1}, endpoint_url=aws.endpoint_url)
+
+
+def test_refuses_to_run_without_a_local_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with pytest.raises(LocalTemplateError, match="no local endpoint"):
+        provision()
+
+
+def test_loader_reads_short_tags_as_long_form() -> None:
+    template = load_template(ROOT / "template.yaml")
+    redrive = template["Resources"]["IngestQueue"]["Properties"]["RedrivePolicy"]
+    assert redrive["deadLetterTargetArn"] == {"Fn::GetAtt": ["IngestDeadLetterQueue", "Arn"]}
+    assert template == json.loads(json.dumps(TEMPLATE))
