@@ -410,6 +410,15 @@ class _Deadline:
             self._sockets.clear()
 
 
+def _guarded(sock: socket.socket, deadline: _Deadline) -> socket.socket:
+    try:
+        deadline.guard(sock)
+    except OSError:  # out of file descriptors for the duplicate
+        sock.close()
+        raise
+    return sock
+
+
 class _GuardedHTTPSConnection(HTTPSConnection):
     def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -417,9 +426,7 @@ class _GuardedHTTPSConnection(HTTPSConnection):
 
     def _new_conn(self) -> socket.socket:
         # Right after the TCP handshake, before TLS: a stalled handshake is cut off too.
-        sock = super()._new_conn()
-        self._deadline.guard(sock)
-        return sock
+        return _guarded(super()._new_conn(), self._deadline)
 
 
 class _GuardedHTTPConnection(HTTPConnection):
@@ -428,9 +435,7 @@ class _GuardedHTTPConnection(HTTPConnection):
         self._deadline = deadline
 
     def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
-        self._deadline.guard(sock)
-        return sock
+        return _guarded(super()._new_conn(), self._deadline)
 
 
 class _GuardedHTTPSConnectionPool(HTTPSConnectionPool):
