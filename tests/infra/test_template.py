@@ -289,6 +289,13 @@ def test_api_role_can_redrive_both_dead_letter_queues(template: dict[str, Any]) 
     for queue in ("IngestQueue", "DeliveryQueue"):
         assert ("sqs:SendMessage", arn_of(queue)) in pairs
     assert ("kms:GenerateDataKey", arn_of("SubscriptionSecretsKey")) in pairs
+    # A quarantine replay runs ingest in-process: everything ingest may do, the API may do.
+    ingest = {
+        pair
+        for pair in granted(template, "IngestRole")
+        if not pair[0].startswith(("logs:", "sqs:Receive", "sqs:Delete", "sqs:GetQueue"))
+    }
+    assert ingest <= pairs, ingest - pairs
 
 
 def test_shovel_policy_only_sends_to_the_ingest_queue(template: dict[str, Any]) -> None:
@@ -347,6 +354,11 @@ def test_functions_get_the_settings_of_the_architecture(template: dict[str, Any]
     ingest = function_variables(template, "IngestFunction")
     assert ingest["JOBHOOKS_DEDUP_RETENTION_DAYS"] == {"Ref": "DedupRetentionDays"}
     assert ingest["JOBHOOKS_FETCHER_KEYS_SECRET_ARN"]["Fn::If"][0] == "CreateFetcherKeysSecret"
+    # Quarantine replay re-runs ingest inside the API: same keys and verification rules.
+    api = function_variables(template, "ApiFunction")
+    for name, value in ingest.items():
+        if name.startswith("JOBHOOKS_"):
+            assert api[name] == value, name
     deliver = function_variables(template, "DeliverFunction")
     assert deliver["JOBHOOKS_RETRY_SCHEDULE"] == {"Ref": "RetrySchedule"}
     assert deliver["JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS"] == "false"
