@@ -287,7 +287,10 @@ def test_api_role_can_redrive_both_dead_letter_queues(template: dict[str, Any]) 
         for action in ("StartMessageMoveTask", "ListMessageMoveTasks", "ReceiveMessage"):
             assert (f"sqs:{action}", arn_of(dlq)) in pairs
     for queue in ("IngestQueue", "DeliveryQueue"):
+        # A redrive sends back to the source queue, named by ARN in StartMessageMoveTask.
         assert ("sqs:SendMessage", arn_of(queue)) in pairs
+        assert ("sqs:GetQueueAttributes", arn_of(queue)) in pairs
+        assert ("sqs:ReceiveMessage", arn_of(queue)) not in pairs
     assert ("kms:GenerateDataKey", arn_of("SubscriptionSecretsKey")) in pairs
     # A quarantine replay runs ingest in-process: everything ingest may do, the API may do.
     ingest = {
