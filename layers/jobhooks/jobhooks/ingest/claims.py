@@ -1,0 +1,445 @@
+"""The claim on a `ce-id` (`ClaimsTable`): how ingest deduplicates events and never loses one.
+
+One item per event id. An invocation *claims* the id with one conditional PutItem that carries
+a lease; it fans out; then it *completes* the claim with one conditional UpdateItem, which turns
+the item into the event's record (matched count, webhook payload, tenant). The claim can be taken
+when nobody holds it, when it expired (`expires_at`, seconds; DynamoDB's TTL deletes late, so
+expiry is checked here on every write and read, never left to TTL), or when it is still in
+progress but its lease (`lease_until`, milliseconds) ran out: the owner died. An owner that fails
+cleanly releases its claim at once, conditional on its token, so a retry need not wait for the
+lease.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Final
+
+from botocore.exceptions import ClientError
+
+from jobhooks.event import JobEvent
+from jobhooks.ingest.exceptions import (
+    AwsServiceError,
+    ClaimInProgressError,
+    ClaimLostError,
+    EventInProgressError,
+    EventNotFoundError,
+    InvalidCursorError,
+    InvalidPageSizeError,
+    is_condition_failure,
+)
+from jobhooks.outcome import format_timestamp
+
+UNMATCHED_INDEX: Final = "unmatched"
+DEFAULT_PAGE_SIZE: Final = 50
+MAX_PAGE_SIZE: Final = 100
+
+# `state` is a DynamoDB reserved word.
+_NAMES: Final = {"#state": "state"}
+
+
+class ClaimState(StrEnum):
+    IN_PROGRESS = "in_progress"
+    DONE = "done"
+
+
+class TakeOver(StrEnum):
+    """Why a claim replaced an existing item."""
+
+    EXPIRED = "expired"
+    LEASE_EXPIRED = "lease_expired"
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A claim this invocation holds; `token` proves it in every later write."""
+
+    event_id: str
+    tenant_id: str
+    event_type: str
+    job_id: str
+    token: str
+    lease_until_ms: int
+    took_over: TakeOver | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """A stored claim: an event in progress, or done with its fan-out recorded."""
+
+    event_id: str
+    state: ClaimState
+    tenant_id: str
+    event_type: str
+    job_id: str
+    claimed_at: datetime | None
+    expires_at: datetime
+    lease_until_ms: int | None = None
+    done_at: datetime | None = None
+    matched: int | None = None
+    payload: str | None = None
+    unmatched: bool = False
+
+    def to_dict(self, *, include_payload: bool = True) -> dict[str, Any]:
+        """JSON-ready, for the management API and CLI."""
+        document: dict[str, Any] = {
+            "event_id": self.event_id,
+            "state": self.state.value,
+            "tenant_id": self.tenant_id,
+            "event_type": self.event_type,
+            "job_id": self.job_id,
+            "claimed_at": _text(self.claimed_at),
+            "done_at": _text(self.done_at),
+            "expires_at": _text(self.expires_at),
+            "matched": self.matched,
+            "unmatched": self.unmatched,
+        }
+        if self.state is ClaimState.IN_PROGRESS:
+            document["lease_until_ms"] = self.lease_until_ms
+        if include_payload:
+            document["payload"] = self.payload
+        return document
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """The event was already ingested; `existing` is its record."""
+
+    existing: EventRecord
+
+
+@dataclass(frozen=True, slots=True)
+class EventPage:
+    events: tuple[EventRecord, ...]
+    next_cursor: str | None
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ClaimStore:
+    """Claims, completes, releases and reads event claims. `dynamodb` is a boto3 client."""
+
+    def __init__(
+        self,
+        table_name: str,
+        dynamodb: Any,
+        *,
+        retention_seconds: int,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.table_name = table_name
+        self._dynamodb = dynamodb
+        self._retention_seconds = retention_seconds
+        self._clock = clock
+
+    # -- the ingest path -------------------------------------------------------------------
+
+    def claim_event(self, event: JobEvent, *, lease_ms: int) -> Claim | Duplicate:
+        """Claim `event.event_id` for `lease_ms`; `Duplicate` when it was already ingested.
+
+        Raises `ClaimInProgressError` while another invocation's lease is live.
+        """
+        now = self._clock()
+        now_ms = _millis(now)
+        claim = Claim(
+            event_id=event.event_id,
+            tenant_id=event.tenant_id,
+            event_type=event.event_type,
+            job_id=event.job_id,
+            token=secrets.token_hex(16),
+            lease_until_ms=now_ms + max(lease_ms, 1),
+        )
+        item = {
+            "event_id": {"S": claim.event_id},
+            "state": {"S": ClaimState.IN_PROGRESS.value},
+            "claim_token": {"S": claim.token},
+            "lease_until": {"N": str(claim.lease_until_ms)},
+            "tenant_id": {"S": claim.tenant_id},
+            "event_type": {"S": claim.event_type},
+            "job_id": {"S": claim.job_id},
+            "claimed_at": {"S": format_timestamp(now)},
+            # An abandoned claim still disappears one retention period later.
+            "expires_at": {"N": str(_seconds(now) + self._retention_seconds)},
+        }
+        try:
+            response = self._dynamodb.put_item(
+                TableName=self.table_name,
+                Item=item,
+                ConditionExpression=(
+                    "attribute_not_exists(event_id) OR expires_at < :now "
+                    "OR (#state = :in_progress AND lease_until < :now_ms)"
+                ),
+                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeValues={
+                    ":now": {"N": str(_seconds(now))},
+                    ":now_ms": {"N": str(now_ms)},
+                    ":in_progress": {"S": ClaimState.IN_PROGRESS.value},
+                },
+                # On success: what we replaced (a takeover); on failure: who holds it, for free.
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise AwsServiceError.from_client_error("PutItem (claim)", error) from error
+            existing = error.response.get("Item")
+            if existing is None:
+                # Not expected from DynamoDB; treat it as held so the record is simply retried.
+                raise ClaimInProgressError(event.event_id, now_ms) from None
+            record = _record_from_item(existing)
+            if record.state is ClaimState.DONE:
+                return Duplicate(record)
+            raise ClaimInProgressError(event.event_id, record.lease_until_ms or now_ms) from None
+        replaced = response.get("Attributes")
+        if replaced:
+            old = _record_from_item(replaced)
+            reason = TakeOver.LEASE_EXPIRED if old.expires_at > now else TakeOver.EXPIRED
+            return replace(claim, took_over=reason)
+        return claim
+
+    def complete(self, claim: Claim, *, matched: int, payload: str) -> EventRecord:
+        """Mark the claim done; raises `ClaimLostError` when it is no longer ours."""
+        now = self._clock()
+        done_at = format_timestamp(now)
+        expires_at = _seconds(now) + self._retention_seconds
+        values: dict[str, Any] = {
+            ":done": {"S": ClaimState.DONE.value},
+            ":matched": {"N": str(matched)},
+            ":payload": {"S": payload},
+            ":tenant": {"S": claim.tenant_id},
+            ":event_type": {"S": claim.event_type},
+            ":job_id": {"S": claim.job_id},
+            ":done_at": {"S": done_at},
+            ":expires_at": {"N": str(expires_at)},
+            ":token": {"S": claim.token},
+            ":in_progress": {"S": ClaimState.IN_PROGRESS.value},
+        }
+        update = (
+            "SET #state = :done, matched = :matched, payload = :payload, tenant_id = :tenant, "
+            "event_type = :event_type, job_id = :job_id, done_at = :done_at, "
+            "expires_at = :expires_at"
+        )
+        if matched == 0:
+            # The sparse `unmatched` index lists it: nothing wanted it, which is worth seeing.
+            update += ", unmatched_tenant = :tenant"
+        update += " REMOVE lease_until"
+        try:
+            self._dynamodb.update_item(
+                TableName=self.table_name,
+                Key={"event_id": {"S": claim.event_id}},
+                UpdateExpression=update,
+                ConditionExpression="claim_token = :token AND #state = :in_progress",
+                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                raise ClaimLostError(claim.event_id) from None
+            raise AwsServiceError.from_client_error("UpdateItem (complete claim)", error) from error
+        return EventRecord(
+            event_id=claim.event_id,
+            state=ClaimState.DONE,
+            tenant_id=claim.tenant_id,
+            event_type=claim.event_type,
+            job_id=claim.job_id,
+            claimed_at=None,
+            expires_at=datetime.fromtimestamp(expires_at, UTC),
+            done_at=now,
+            matched=matched,
+            payload=payload,
+            unmatched=matched == 0,
+        )
+
+    def release(self, claim: Claim) -> bool:
+        """Give the claim up so a retry can take it at once; False when it was not ours."""
+        try:
+            self._dynamodb.delete_item(
+                TableName=self.table_name,
+                Key={"event_id": {"S": claim.event_id}},
+                ConditionExpression="claim_token = :token AND #state = :in_progress",
+                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeValues={
+                    ":token": {"S": claim.token},
+                    ":in_progress": {"S": ClaimState.IN_PROGRESS.value},
+                },
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                return False
+            raise AwsServiceError.from_client_error("DeleteItem (release claim)", error) from error
+        return True
+
+    # -- reading and re-fan-out (management) -----------------------------------------------
+
+    def get(self, event_id: str) -> EventRecord | None:
+        """The event's record, or None when absent or expired (but not yet deleted by TTL)."""
+        try:
+            response = self._dynamodb.get_item(
+                TableName=self.table_name, Key={"event_id": {"S": event_id}}, ConsistentRead=True
+            )
+        except ClientError as error:
+            raise AwsServiceError.from_client_error("GetItem (claim)", error) from error
+        item = response.get("Item")
+        if item is None:
+            return None
+        record = _record_from_item(item)
+        return None if record.expires_at <= self._clock() else record
+
+    def get_done(self, event_id: str) -> EventRecord:
+        """The record of an event that was fully ingested; raises otherwise."""
+        record = self.get(event_id)
+        if record is None:
+            raise EventNotFoundError(event_id)
+        if record.state is not ClaimState.DONE:
+            raise EventInProgressError(event_id)
+        return record
+
+    def list_unmatched(
+        self, tenant_id: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None
+    ) -> EventPage:
+        """The tenant's events no subscription matched, newest first."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
+            raise InvalidPageSizeError(MAX_PAGE_SIZE)
+        start_key = _decode_cursor(cursor, tenant_id) if cursor else None
+        now = self._clock()
+        found: list[EventRecord] = []
+        # One more than asked, so that the last page says so instead of handing out a cursor.
+        while len(found) <= limit:
+            request: dict[str, Any] = {
+                "TableName": self.table_name,
+                "IndexName": UNMATCHED_INDEX,
+                "KeyConditionExpression": "unmatched_tenant = :tenant",
+                "FilterExpression": "expires_at > :now",
+                "ExpressionAttributeValues": {
+                    ":tenant": {"S": tenant_id},
+                    ":now": {"N": str(_seconds(now))},
+                },
+                "ScanIndexForward": False,
+                "Limit": limit + 1 - len(found),
+            }
+            if start_key:
+                request["ExclusiveStartKey"] = start_key
+            try:
+                response = self._dynamodb.query(**request)
+            except ClientError as error:
+                raise AwsServiceError.from_client_error(
+                    "Query (unmatched events)", error
+                ) from error
+            for item in response.get("Items", []):
+                record = _record_from_item(item)
+                if record.expires_at > now and record.unmatched:
+                    found.append(record)
+            start_key = response.get("LastEvaluatedKey")
+            if not start_key:
+                break
+        page = tuple(found[:limit])
+        next_cursor = _encode_cursor(page[-1]) if len(found) > limit else None
+        return EventPage(page, next_cursor)
+
+    def record_fan_out(self, record: EventRecord, *, matched: int) -> EventRecord:
+        """After a re-fan-out: the new matched count, and out of (or into) `unmatched`."""
+        now = self._clock()
+        values: dict[str, Any] = {
+            ":matched": {"N": str(matched)},
+            ":at": {"S": format_timestamp(now)},
+            ":done": {"S": ClaimState.DONE.value},
+            ":now": {"N": str(_seconds(now))},
+        }
+        update = "SET matched = :matched, refanned_out_at = :at"
+        if matched == 0:
+            update += ", unmatched_tenant = :tenant"
+            values[":tenant"] = {"S": record.tenant_id}
+        else:
+            update += " REMOVE unmatched_tenant"
+        try:
+            self._dynamodb.update_item(
+                TableName=self.table_name,
+                Key={"event_id": {"S": record.event_id}},
+                UpdateExpression=update,
+                ConditionExpression="#state = :done AND expires_at > :now",
+                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                raise EventNotFoundError(record.event_id) from None
+            raise AwsServiceError.from_client_error("UpdateItem (re-fan-out)", error) from error
+        return replace(record, matched=matched, unmatched=matched == 0)
+
+
+def _record_from_item(item: dict[str, Any]) -> EventRecord:
+    return EventRecord(
+        event_id=item["event_id"]["S"],
+        state=ClaimState(item.get("state", {}).get("S", ClaimState.IN_PROGRESS.value)),
+        tenant_id=_s(item, "tenant_id") or "",
+        event_type=_s(item, "event_type") or "",
+        job_id=_s(item, "job_id") or "",
+        claimed_at=_time(_s(item, "claimed_at")),
+        expires_at=datetime.fromtimestamp(int(_n(item, "expires_at") or 0), UTC),
+        lease_until_ms=_n(item, "lease_until"),
+        done_at=_time(_s(item, "done_at")),
+        matched=_n(item, "matched"),
+        payload=_s(item, "payload"),
+        unmatched="unmatched_tenant" in item,
+    )
+
+
+def _s(item: dict[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return str(value["S"]) if value and "S" in value else None
+
+
+def _n(item: dict[str, Any], name: str) -> int | None:
+    value = item.get(name)
+    return int(value["N"]) if value and "N" in value else None
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def _text(moment: datetime | None) -> str | None:
+    return format_timestamp(moment) if moment is not None else None
+
+
+def _millis(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def _seconds(moment: datetime) -> int:
+    return int(moment.timestamp())
+
+
+def _encode_cursor(record: EventRecord) -> str:
+    document = {"t": record.tenant_id, "e": record.event_id, "d": _text(record.done_at)}
+    text = json.dumps(document, separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, tenant_id: str) -> dict[str, Any]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        document = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+    except (ValueError, binascii.Error, UnicodeError):
+        raise InvalidCursorError() from None
+    if (
+        not isinstance(document, dict)
+        or document.get("t") != tenant_id
+        or not isinstance(document.get("e"), str)
+        or not isinstance(document.get("d"), str)
+    ):
+        raise InvalidCursorError()
+    return {
+        "event_id": {"S": document["e"]},
+        "unmatched_tenant": {"S": tenant_id},
+        "done_at": {"S": document["d"]},
+    }

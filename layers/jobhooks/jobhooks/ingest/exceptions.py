@@ -1,0 +1,186 @@
+"""Errors of the ingest capability.
+
+Each class carries a stable `code` (logs, the management API, the CLI) and a sentence that says
+what happens next or what to do. A record whose processing raises one of them is reported as a
+batch item failure, so SQS delivers it again; none of them is ever raised for a message that is
+merely invalid (invalid messages are quarantined and acknowledged).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class IngestError(Exception):
+    """Base class: `code` is stable, `message` is a sentence for the operator."""
+
+    code: ClassVar[str] = "ingest_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"error": self.code, "message": self.message}
+
+
+class ClaimInProgressError(IngestError):
+    """Another invocation holds a live lease on this `ce-id`: retry once it finished or died."""
+
+    code = "claim_in_progress"
+
+    def __init__(self, event_id: str, lease_until_ms: int) -> None:
+        super().__init__(
+            f"event {event_id!r} is being processed by another invocation (lease until "
+            f"{lease_until_ms} ms); the record is retried after its visibility timeout"
+        )
+        self.event_id = event_id
+        self.lease_until_ms = lease_until_ms
+
+
+class ClaimLostError(IngestError):
+    """Our lease expired and another invocation took the claim over before we completed it."""
+
+    code = "claim_lost"
+
+    def __init__(self, event_id: str) -> None:
+        super().__init__(
+            f"the claim on event {event_id!r} was taken over after its lease expired; the record "
+            "is retried and finds the event done or in progress"
+        )
+        self.event_id = event_id
+
+
+class DeliveryEnqueueError(IngestError):
+    """SQS did not accept every delivery task after a few attempts."""
+
+    code = "delivery_enqueue_failed"
+
+    def __init__(self, event_id: str, failed: int, total: int, aws_code: str) -> None:
+        super().__init__(
+            f"{failed} of {total} delivery tasks of event {event_id!r} were not accepted by SQS "
+            f"({aws_code}); the claim is released and the record retried"
+        )
+        self.event_id = event_id
+        self.failed = failed
+        self.total = total
+        self.aws_code = aws_code
+
+
+class AwsServiceError(IngestError):
+    """A DynamoDB, SQS or Secrets Manager call failed after botocore's own retries."""
+
+    code = "aws_service_error"
+
+    def __init__(self, operation: str, aws_code: str) -> None:
+        super().__init__(
+            f"{operation} failed with {aws_code}; the record is retried (check throttling, "
+            "permissions and that the table or queue exists)"
+        )
+        self.operation = operation
+        self.aws_code = aws_code
+
+    @classmethod
+    def from_client_error(cls, operation: str, error: Any) -> AwsServiceError:
+        """From a botocore `ClientError`."""
+        return cls(operation, aws_error_code(error))
+
+
+def aws_error_code(error: Any) -> str:
+    """The AWS error code of a botocore `ClientError` (`Unknown` for anything else)."""
+    response = getattr(error, "response", None)
+    if isinstance(response, dict):
+        return str(response.get("Error", {}).get("Code", "Unknown"))
+    return "Unknown"
+
+
+def is_condition_failure(error: Any) -> bool:
+    """A DynamoDB conditional write whose condition did not hold."""
+    return aws_error_code(error) == "ConditionalCheckFailedException"
+
+
+class FetcherKeysUnavailableError(IngestError):
+    """The Fetcher HMAC keys could not be read: a configuration problem, not a bad message."""
+
+    code = "fetcher_keys_unavailable"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"the Fetcher HMAC keys are unavailable ({detail}); records are retried, not "
+            "quarantined. Put the output of `jobhooks keys derive` into the keys secret"
+        )
+
+
+class QuarantineTooLargeError(IngestError):
+    """A rejected message is larger than a DynamoDB item can hold; SQS keeps the original."""
+
+    code = "quarantine_message_too_large"
+
+    def __init__(self, quarantine_id: str, size: int) -> None:
+        super().__init__(
+            f"the rejected message ({size} bytes) is too large to keep whole in the quarantine "
+            f"table; {quarantine_id!r} holds its head, and the record is failed so that the "
+            "original lands in the ingest dead-letter queue (jobhooks dlq list)"
+        )
+        self.quarantine_id = quarantine_id
+        self.size = size
+
+
+class EventNotFoundError(IngestError):
+    code = "event_not_found"
+
+    def __init__(self, event_id: str) -> None:
+        super().__init__(
+            f"no event {event_id!r} was ingested within the dedup retention; check the ce-id "
+            "(fetcher.job.<status>.<job id>)"
+        )
+        self.event_id = event_id
+
+
+class EventInProgressError(IngestError):
+    code = "event_in_progress"
+
+    def __init__(self, event_id: str) -> None:
+        super().__init__(f"event {event_id!r} is still being ingested; try again once it is done")
+        self.event_id = event_id
+
+
+class QuarantinedMessageNotFoundError(IngestError):
+    code = "quarantined_message_not_found"
+
+    def __init__(self, quarantine_id: str) -> None:
+        super().__init__(
+            f"no quarantined message {quarantine_id!r} exists (it may have expired); list the "
+            "quarantine to find the right id"
+        )
+        self.quarantine_id = quarantine_id
+
+
+class QuarantinedMessageIncompleteError(IngestError):
+    code = "quarantined_message_incomplete"
+
+    def __init__(self, quarantine_id: str) -> None:
+        super().__init__(
+            f"quarantined message {quarantine_id!r} holds only the head of a message too large "
+            "to keep; replay the original from the ingest dead-letter queue instead"
+        )
+        self.quarantine_id = quarantine_id
+
+
+class InvalidCursorError(IngestError):
+    code = "invalid_cursor"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the cursor is not one this listing returned; start again without a cursor"
+        )
+
+
+class InvalidPageSizeError(IngestError):
+    code = "invalid_page_size"
+
+    def __init__(self, maximum: int) -> None:
+        super().__init__(f"the page size must be between 1 and {maximum}")

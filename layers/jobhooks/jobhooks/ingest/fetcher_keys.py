@@ -1,0 +1,112 @@
+"""Where ingest gets the Fetcher external HMAC keys: a Secrets Manager secret, or the environment.
+
+The secret string is the same list `JOBHOOKS_FETCHER_HMAC_KEYS` takes: 64 hex characters per
+key, comma-separated, current first. Every listed key verifies, so a rotation is: add the new key,
+switch the producer, drop the old key later (docs/ingest.md).
+
+Powertools caches the secret (`POWERTOOLS_PARAMETERS_MAX_AGE`, 300 s by default). A message
+signed with a key added to the secret after the cached read would then be rejected for up to
+that long, so a signature mismatch may force one re-read, at most once per `refresh_interval`
+per process: a flood of bad signatures cannot turn into a flood of GetSecretValue calls.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from jobhooks.ingest.exceptions import FetcherKeysUnavailableError
+from jobhooks.keys import HmacKey, KeyConfigurationError, parse_key_list
+
+DEFAULT_REFRESH_INTERVAL_SECONDS = 10.0
+
+
+class FetcherKeySource(Protocol):
+    def keys(self) -> tuple[HmacKey, ...]:
+        """The keys that verify signatures now; raises `FetcherKeysUnavailableError`."""
+        ...
+
+    def refresh(self) -> bool:
+        """Re-read the keys if allowed now; True when they changed."""
+        ...
+
+
+class StaticKeys:
+    """Keys given directly (`JOBHOOKS_FETCHER_HMAC_KEYS`): never change while the process runs."""
+
+    def __init__(self, keys: tuple[HmacKey, ...]) -> None:
+        self._keys = keys
+
+    def keys(self) -> tuple[HmacKey, ...]:
+        return self._keys
+
+    def refresh(self) -> bool:
+        return False
+
+
+class SecretKeys:
+    """Keys from a Secrets Manager secret through a Powertools `SecretsProvider` (cached)."""
+
+    def __init__(
+        self,
+        secret_id: str,
+        provider: Any,
+        *,
+        max_age: int | None = None,
+        refresh_interval: float = DEFAULT_REFRESH_INTERVAL_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.secret_id = secret_id
+        self._provider = provider
+        self._max_age = max_age
+        self._refresh_interval = refresh_interval
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._last_forced: float | None = None
+
+    def keys(self) -> tuple[HmacKey, ...]:
+        return _parse(self._read(force=False))
+
+    def refresh(self) -> bool:
+        with self._lock:
+            now = self._monotonic()
+            if self._last_forced is not None and now - self._last_forced < self._refresh_interval:
+                return False
+            self._last_forced = now
+        before = self._read(force=False)
+        return self._read(force=True) != before
+
+    def _read(self, *, force: bool) -> str:
+        from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+
+        try:
+            value = self._provider.get(self.secret_id, max_age=self._max_age, force_fetch=force)
+        except GetParameterError as error:
+            raise FetcherKeysUnavailableError(
+                f"GetSecretValue on the keys secret failed: {_aws_code(error)}"
+            ) from None
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", errors="replace")
+        if not isinstance(value, str):
+            raise FetcherKeysUnavailableError("the keys secret holds no secret string")
+        return value
+
+
+@functools.lru_cache(maxsize=8)
+def _parse(text: str) -> tuple[HmacKey, ...]:
+    try:
+        return parse_key_list(text)
+    except KeyConfigurationError as error:
+        # The message names lengths and formats, never key material.
+        raise FetcherKeysUnavailableError(f"the keys secret is not a key list: {error}") from None
+
+
+def _aws_code(error: BaseException) -> str:
+    cause = error.__cause__ or error.__context__
+    response = getattr(cause, "response", None)
+    if isinstance(response, dict):
+        return str(response.get("Error", {}).get("Code", "Unknown"))
+    return type(cause or error).__name__

@@ -1,0 +1,48 @@
+"""One message as the ingest use case receives it: an SQS record, or a quarantined one replayed.
+
+The receipt clock is SQS's `SentTimestamp` (DESIGN.md, "Freshness and replay"): when the shovel
+handed the message to SQS, not when a possibly much later invocation got to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    body: str
+    """The SQS body, verbatim: the `jobhooks.amqp/1` forwarded message (or anything else)."""
+    message_id: str
+    """The SQS message id (of the original message, for a replay)."""
+    sent_at: datetime
+    """The receipt clock freshness is judged against."""
+    replay_of: str | None = None
+    """The quarantine id this message is a replay of."""
+
+    @classmethod
+    def from_lambda_record(
+        cls, record: Mapping[str, Any], *, fallback_clock: datetime | None = None
+    ) -> InboundMessage:
+        """A record of a Lambda SQS event (`Records[n]`)."""
+        attributes = record.get("attributes") or {}
+        sent_at = parse_sent_timestamp(attributes.get("SentTimestamp"))
+        if sent_at is None:
+            # Lambda always sets it; only a hand-made test event can lack it.
+            sent_at = fallback_clock or datetime.now(UTC)
+        return cls(
+            body=str(record.get("body", "")), message_id=record["messageId"], sent_at=sent_at
+        )
+
+
+def parse_sent_timestamp(value: object) -> datetime | None:
+    """SQS's `SentTimestamp`: epoch milliseconds as a decimal string."""
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        return None
+    try:
+        return datetime.fromtimestamp(int(value) / 1000, UTC)
+    except (ValueError, OverflowError, OSError):
+        return None

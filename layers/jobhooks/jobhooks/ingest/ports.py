@@ -1,0 +1,56 @@
+"""What the ingest use case needs from storage and queues, as small interfaces.
+
+`claims.ClaimStore`, `quarantine.QuarantineStore`, `fan_out.DeliveryQueue` and the
+subscription store are the DynamoDB and SQS adapters; tests may pass in-memory fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from jobhooks.delivery_task import DeliveryTask
+from jobhooks.event import JobEvent
+from jobhooks.ingest.claims import Claim, Duplicate, EventPage, EventRecord
+from jobhooks.ingest.inbound import InboundMessage
+from jobhooks.ingest.quarantine import QuarantinedMessage
+from jobhooks.rejection import RejectedMessageError
+from jobhooks.subscriptions.model import Subscription
+
+
+class EventClaims(Protocol):
+    def claim_event(self, event: JobEvent, *, lease_ms: int) -> Claim | Duplicate: ...
+
+    def complete(self, claim: Claim, *, matched: int, payload: str) -> EventRecord: ...
+
+    def release(self, claim: Claim) -> bool: ...
+
+    def get(self, event_id: str) -> EventRecord | None: ...
+
+    def get_done(self, event_id: str) -> EventRecord: ...
+
+    def list_unmatched(
+        self, tenant_id: str, *, limit: int = ..., cursor: str | None = None
+    ) -> EventPage: ...
+
+    def record_fan_out(self, record: EventRecord, *, matched: int) -> EventRecord: ...
+
+
+class Quarantine(Protocol):
+    def quarantine_message(
+        self, message: InboundMessage, rejection: RejectedMessageError
+    ) -> QuarantinedMessage: ...
+
+    def get(self, quarantine_id: str) -> QuarantinedMessage: ...
+
+    def mark_replayed(
+        self, quarantine_id: str, *, outcome: str, replayed_as: str | None = None
+    ) -> None: ...
+
+
+class SubscriptionMatcher(Protocol):
+    def matching(self, tenant_id: str, event_type: str) -> Sequence[Subscription]: ...
+
+
+class DeliveryTasks(Protocol):
+    def enqueue(self, event_id: str, tasks: Sequence[DeliveryTask]) -> int: ...

@@ -1,0 +1,48 @@
+"""The ingest function's configuration: one model, read once from `JOBHOOKS_*` at start.
+
+docs/architecture.md ("Environment") lists every variable; docs/ingest.md says what each one
+changes.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from jobhooks.settings import VerificationSettings
+
+SECONDS_PER_DAY = 86_400
+
+
+class IngestSettings(VerificationSettings):
+    claims_table: str = Field(min_length=1)
+    subscriptions_table: str = Field(min_length=1)
+    quarantine_table: str = Field(min_length=1)
+    delivery_queue_url: str = Field(min_length=1)
+    fetcher_keys_secret_arn: str = Field(
+        "",
+        validate_default=True,
+        description="Secrets Manager secret holding the keys; wins over fetcher_hmac_keys",
+    )
+    # Lambda's own maximum timeout: the lease is the invocation's remaining time, bounded by this.
+    claim_lease_max_seconds: float = Field(900, gt=0, le=900)
+    subscriptions_cache_seconds: float = Field(30, ge=0, le=3600)
+    quarantine_retention_days: float = Field(30, gt=0, le=365)
+
+    @field_validator("fetcher_keys_secret_arn")
+    @classmethod
+    def _keys_configured(cls, value: str, info: ValidationInfo) -> str:
+        # An invalid key list is reported on its own variable (it is then absent from `data`).
+        if not value and info.data.get("fetcher_hmac_keys") == "":
+            raise ValueError(
+                "no Fetcher HMAC key source: set JOBHOOKS_FETCHER_KEYS_SECRET_ARN (deployed) or "
+                "JOBHOOKS_FETCHER_HMAC_KEYS (local use)"
+            )
+        return value
+
+    @property
+    def dedup_retention_seconds(self) -> int:
+        return int(self.dedup_retention_days * SECONDS_PER_DAY)
+
+    @property
+    def quarantine_retention_seconds(self) -> int:
+        return int(self.quarantine_retention_days * SECONDS_PER_DAY)

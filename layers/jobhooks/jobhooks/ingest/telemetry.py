@@ -1,0 +1,145 @@
+"""What ingest tells operators: structured logs with `ce-id` as the correlation id, EMF metrics.
+
+The use case reports through `IngestTelemetry`; the ingest function passes `PowertoolsTelemetry`
+(Logger + Metrics, flushed by the handler's decorators), anything else (the management API
+replaying a message, tests) can keep the logging-only base. Bodies and keys are never logged;
+rejection details are, as they name a rule and a header, never a secret.
+
+Metrics (namespace from `POWERTOOLS_METRICS_NAMESPACE`, dimension `service`): Received,
+Accepted, Rejected (also per `reason`: 11 bounded values), Duplicates, DeliveriesEnqueued,
+Unmatched.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from jobhooks.ingest.claims import Claim, EventRecord
+from jobhooks.ingest.inbound import InboundMessage
+from jobhooks.ingest.quarantine import QuarantinedMessage
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger, Metrics
+
+RECEIVED: Final = "Received"
+ACCEPTED: Final = "Accepted"
+REJECTED: Final = "Rejected"
+DUPLICATES: Final = "Duplicates"
+DELIVERIES_ENQUEUED: Final = "DeliveriesEnqueued"
+UNMATCHED: Final = "Unmatched"
+
+
+class IngestTelemetry:
+    """Logs only. `logger` is a standard or Powertools logger."""
+
+    def __init__(self, logger: Any = None) -> None:
+        self.logger = logger if logger is not None else logging.getLogger("jobhooks.ingest")
+
+    def record_started(self, message: InboundMessage) -> None:
+        pass
+
+    def event_identified(self, event_id: str) -> None:
+        pass
+
+    def rejected(self, quarantined: QuarantinedMessage) -> None:
+        self.logger.warning(
+            "message rejected and quarantined",
+            extra={
+                "reason": quarantined.reason.value,
+                "detail": quarantined.detail,
+                "quarantine_id": quarantined.quarantine_id,
+                "claimed_event_id": quarantined.event_id,
+                "sqs_message_id": quarantined.sqs_message_id,
+            },
+        )
+
+    def duplicate(self, existing: EventRecord) -> None:
+        self.logger.info(
+            "duplicate of an ingested event acknowledged",
+            extra={"event_id": existing.event_id, "done_at": str(existing.done_at)},
+        )
+
+    def claim_busy(self, event_id: str) -> None:
+        self.logger.info(
+            "event is being ingested by another invocation; retrying later",
+            extra={"event_id": event_id},
+        )
+
+    def claim_taken_over(self, claim: Claim) -> None:
+        self.logger.warning(
+            "took over a claim whose owner stopped",
+            extra={"event_id": claim.event_id, "took_over": str(claim.took_over)},
+        )
+
+    def accepted(self, record: EventRecord) -> None:
+        self.logger.info(
+            "event ingested",
+            extra={
+                "event_id": record.event_id,
+                "tenant_id": record.tenant_id,
+                "event_type": record.event_type,
+                "deliveries": record.matched,
+            },
+        )
+
+    def fan_out_failed(self, event_id: str, error: Exception, *, released: bool) -> None:
+        self.logger.warning(
+            "ingest failed after the claim; the record will be retried",
+            extra={"event_id": event_id, "error": str(error), "claim_released": released},
+        )
+
+    def keys_refreshed(self) -> None:
+        self.logger.info("the Fetcher keys changed in Secrets Manager; verified again")
+
+
+class PowertoolsTelemetry(IngestTelemetry):
+    """Logs through a Powertools `Logger` and counts with Powertools `Metrics`."""
+
+    def __init__(self, logger: Logger, metrics: Metrics) -> None:
+        super().__init__(logger)
+        self._powertools_logger = logger
+        self.metrics = metrics
+
+    def record_started(self, message: InboundMessage) -> None:
+        self._powertools_logger.remove_keys(["correlation_id"])
+        self._powertools_logger.append_keys(sqs_message_id=message.message_id)
+        self._count(RECEIVED)
+
+    def event_identified(self, event_id: str) -> None:
+        self._powertools_logger.set_correlation_id(event_id)
+
+    def rejected(self, quarantined: QuarantinedMessage) -> None:
+        super().rejected(quarantined)
+        from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+        # Plain `Rejected` (service only) feeds the alarm; the per-reason series needs its own
+        # blob, since every metric of one EMF blob shares its dimensions.
+        self._count(REJECTED)
+        dimensions = dict(self.metrics.default_dimensions)
+        if self.metrics.service:
+            dimensions["service"] = self.metrics.service
+        with single_metric(
+            name=REJECTED,
+            unit=MetricUnit.Count,
+            value=1,
+            namespace=self.metrics.namespace,
+            default_dimensions=dimensions,
+        ) as metric:
+            metric.add_dimension(name="reason", value=quarantined.reason.value)
+
+    def duplicate(self, existing: EventRecord) -> None:
+        super().duplicate(existing)
+        self._count(DUPLICATES)
+
+    def accepted(self, record: EventRecord) -> None:
+        super().accepted(record)
+        self._count(ACCEPTED)
+        self._count(DELIVERIES_ENQUEUED, record.matched or 0)
+        if not record.matched:
+            self._count(UNMATCHED)
+
+    def _count(self, name: str, value: float = 1) -> None:
+        from aws_lambda_powertools.metrics import MetricUnit
+
+        self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
