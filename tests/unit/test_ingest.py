@@ -1,0 +1,297 @@
+"""Ingest's pure parts: settings, the inbound record, delivery tasks, keys, quarantine ids, EMF."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+from jobhooks.delivery_task import delivery_id_for
+from jobhooks.ingest import FetcherKeysUnavailableError, IngestSettings, PowertoolsTelemetry
+from jobhooks.ingest.claims import ClaimState, EventRecord
+from jobhooks.ingest.fan_out import MAX_BATCH_BYTES, _chunks, delivery_tasks_for
+from jobhooks.ingest.fetcher_keys import SecretKeys
+from jobhooks.ingest.inbound import InboundMessage
+from jobhooks.ingest.quarantine import QuarantinedMessage, claimed_event_id, quarantine_id_for
+from jobhooks.rejection import Reason
+from jobhooks.sample_events import demo_key, make_job_event
+from jobhooks.settings import ConfigurationError
+from jobhooks.subscriptions import EventType, Subscription
+
+NOW = datetime(2026, 7, 13, 18, 4, 12, 345000, tzinfo=UTC)
+REQUIRED = {
+    "JOBHOOKS_CLAIMS_TABLE": "claims",
+    "JOBHOOKS_SUBSCRIPTIONS_TABLE": "subscriptions",
+    "JOBHOOKS_QUARANTINE_TABLE": "quarantine",
+    "JOBHOOKS_DELIVERY_QUEUE_URL": "http://127.0.0.1:5000/123456789012/delivery",
+    "JOBHOOKS_FETCHER_KEYS_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:1:secret:k",
+}
+
+
+# -------------------------------------------------------------------------- settings
+
+
+def test_settings_have_the_documented_defaults() -> None:
+    settings = IngestSettings.from_env(REQUIRED)
+
+    assert settings.dedup_retention_seconds == 7 * 86400
+    assert settings.quarantine_retention_seconds == 30 * 86400
+    assert settings.claim_lease_max_seconds == 900
+    assert settings.subscriptions_cache_seconds == 30
+    assert settings.verification_policy(keys=()).max_age_seconds == 7 * 86400
+
+
+def test_settings_name_every_missing_variable() -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        IngestSettings.from_env({})
+
+    text = str(raised.value)
+    for name in (
+        "JOBHOOKS_CLAIMS_TABLE",
+        "JOBHOOKS_SUBSCRIPTIONS_TABLE",
+        "JOBHOOKS_QUARANTINE_TABLE",
+        "JOBHOOKS_DELIVERY_QUEUE_URL",
+    ):
+        assert name in text
+    assert "JOBHOOKS_FETCHER_KEYS_SECRET_ARN: " in text
+    assert "JOBHOOKS_FETCHER_HMAC_KEYS" in text
+
+
+def test_settings_accept_keys_given_directly() -> None:
+    environ = {k: v for k, v in REQUIRED.items() if k != "JOBHOOKS_FETCHER_KEYS_SECRET_ARN"}
+    environ["JOBHOOKS_FETCHER_HMAC_KEYS"] = demo_key().hex
+
+    assert IngestSettings.from_env(environ).fetcher_hmac_keys == demo_key().hex
+
+
+def test_settings_report_a_bad_key_list_on_its_own_variable() -> None:
+    environ = {k: v for k, v in REQUIRED.items() if k != "JOBHOOKS_FETCHER_KEYS_SECRET_ARN"}
+    environ["JOBHOOKS_FETCHER_HMAC_KEYS"] = "abc"
+
+    with pytest.raises(ConfigurationError) as raised:
+        IngestSettings.from_env(environ)
+
+    assert str(raised.value).startswith("JOBHOOKS_FETCHER_HMAC_KEYS:")
+    assert "FETCHER_KEYS_SECRET_ARN" not in str(raised.value)
+
+
+def test_settings_bound_the_lease_by_lambdas_maximum_timeout() -> None:
+    with pytest.raises(ConfigurationError, match="JOBHOOKS_CLAIM_LEASE_MAX_SECONDS"):
+        IngestSettings.from_env({**REQUIRED, "JOBHOOKS_CLAIM_LEASE_MAX_SECONDS": "901"})
+
+
+# -------------------------------------------------------------------------- inbound record
+
+
+def test_the_receipt_clock_is_sqs_sent_timestamp() -> None:
+    record = {
+        "messageId": "m-1",
+        "body": "{}",
+        "attributes": {"SentTimestamp": "1783965852345", "ApproximateReceiveCount": "3"},
+    }
+
+    message = InboundMessage.from_lambda_record(record)
+
+    assert message.sent_at == datetime(2026, 7, 13, 18, 4, 12, 345000, tzinfo=UTC)
+    assert (message.message_id, message.body, message.replay_of) == ("m-1", "{}", None)
+
+
+def test_a_record_without_sent_timestamp_uses_the_fallback_clock() -> None:
+    message = InboundMessage.from_lambda_record(
+        {"messageId": "m", "body": "x", "attributes": {"SentTimestamp": "soon"}},
+        fallback_clock=NOW,
+    )
+
+    assert message.sent_at == NOW
+
+
+# -------------------------------------------------------------------------- delivery tasks
+
+
+def subscription(tenant_id: str, n: int = 1) -> Subscription:
+    return Subscription(
+        subscription_id=f"sub_{tenant_id}_{n}",
+        tenant_id=tenant_id,
+        url="https://example.com/hook",
+        event_types=(EventType.JOB_COMPLETED,),
+        created_at=NOW,
+        updated_at=NOW,
+        data_key=b"",
+    )
+
+
+def test_one_task_per_subscription_of_the_events_tenant_only() -> None:
+    tasks = delivery_tasks_for(
+        event_id="fetcher.job.completed.j",
+        tenant_id="acme",
+        event_type="job.completed",
+        payload='{"type":"job.completed"}',
+        subscriptions=[subscription("acme", 1), subscription("globex"), subscription("acme", 2)],
+    )
+
+    assert [task.subscription_id for task in tasks] == ["sub_acme_1", "sub_acme_2"]
+    for task in tasks:
+        assert task.delivery_id == delivery_id_for("fetcher.job.completed.j", task.subscription_id)
+        assert (task.tenant_id, task.payload, task.replay) == (
+            "acme",
+            '{"type":"job.completed"}',
+            False,
+        )
+
+
+def test_a_replayed_fan_out_marks_its_tasks_as_replays() -> None:
+    (task,) = delivery_tasks_for(
+        event_id="e",
+        tenant_id="acme",
+        event_type="job.completed",
+        payload="{}",
+        subscriptions=[subscription("acme")],
+        replay=True,
+    )
+
+    assert task.replay is True
+
+
+def test_batches_hold_at_most_ten_entries_and_one_mebibyte() -> None:
+    small = [(None, "x" * 10)] * 23
+    assert [len(chunk) for chunk in _chunks(small)] == [10, 10, 3]  # type: ignore[arg-type]
+    big = [(None, "x" * (MAX_BATCH_BYTES // 3))] * 7
+    assert [len(chunk) for chunk in _chunks(big)] == [3, 3, 1]  # type: ignore[arg-type]
+
+
+# -------------------------------------------------------------------------- quarantine ids
+
+
+def test_quarantine_ids_are_stable_per_sqs_delivery_and_new_per_replay() -> None:
+    first = quarantine_id_for("m-1", NOW)
+
+    assert first == quarantine_id_for("m-1", NOW)
+    assert first.startswith("q_")
+    assert first != quarantine_id_for("m-1", NOW.replace(second=13))
+    assert first != quarantine_id_for("m-2", NOW)
+
+
+def test_the_claimed_event_id_is_read_when_the_envelope_can_be() -> None:
+    event = make_job_event(demo_key(), job_id="job-7")
+
+    assert claimed_event_id(event.forwarded().to_json()) == "fetcher.job.completed.job-7"
+    assert claimed_event_id("not json") is None
+    legacy = make_job_event(demo_key(), legacy=True)
+    assert claimed_event_id(legacy.forwarded().to_json()) is None
+
+
+# -------------------------------------------------------------------------- keys secret
+
+
+class FakeProvider:
+    """Stands in for Powertools' SecretsProvider: a cached value and a forced re-read."""
+
+    def __init__(self, value: Any) -> None:
+        self.stored = value
+        self.cached = value
+        self.forced = 0
+
+    def get(self, name: str, *, max_age: int | None = None, force_fetch: bool = False) -> Any:
+        if isinstance(self.stored, Exception):
+            raise self.stored
+        if force_fetch:
+            self.forced += 1
+            self.cached = self.stored
+        return self.cached
+
+
+def test_secret_keys_are_re_read_at_most_once_per_interval() -> None:
+    clock = [0.0]
+    provider = FakeProvider(demo_key().hex)
+    keys = SecretKeys("arn", provider, refresh_interval=10, monotonic=lambda: clock[0])
+    assert keys.keys() == (demo_key(),)
+    provider.stored = f"{'11' * 32},{demo_key().hex}"
+
+    assert keys.refresh() is True
+    assert len(keys.keys()) == 2
+    assert keys.refresh() is False  # within the interval: no call at all
+    clock[0] = 11
+    assert keys.refresh() is False  # re-read, unchanged
+    assert provider.forced == 2
+
+
+def test_an_unusable_secret_is_a_configuration_error_that_shows_no_key_material() -> None:
+    secret = "REPLACE_ME_" + "ab" * 20
+    keys = SecretKeys("arn", FakeProvider(secret))
+
+    with pytest.raises(FetcherKeysUnavailableError) as raised:
+        keys.keys()
+
+    assert raised.value.code == "fetcher_keys_unavailable"
+    assert "ab" * 20 not in str(raised.value)
+
+
+def test_an_unreadable_secret_names_the_aws_error() -> None:
+    from botocore.exceptions import ClientError
+
+    # What Powertools raises: the ClientError only as the implicit context.
+    wrapped = GetParameterError("An error occurred (AccessDeniedException)")
+    wrapped.__context__ = ClientError({"Error": {"Code": "AccessDeniedException"}}, "Get")
+    keys = SecretKeys("arn", FakeProvider(wrapped))
+
+    with pytest.raises(FetcherKeysUnavailableError, match="AccessDeniedException"):
+        keys.keys()
+
+
+# -------------------------------------------------------------------------- metrics
+
+
+def emf_blobs(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith('{"_aws"')]
+
+
+def test_rejections_are_counted_in_total_and_per_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    metrics = Metrics(namespace="jobhooks", service="jobhooks-test")
+    telemetry = PowertoolsTelemetry(Logger(service="jobhooks-test"), metrics)
+    rejected = QuarantinedMessage(
+        quarantine_id="q_1",
+        reason=Reason.STALE_TIMESTAMP,
+        detail="too old",
+        message="{}",
+        sqs_message_id="m",
+        sent_at=NOW,
+        received_at=NOW,
+        expires_at=NOW,
+    )
+
+    telemetry.record_started(InboundMessage("{}", "m", NOW))
+    telemetry.rejected(rejected)
+    telemetry.accepted(
+        EventRecord(
+            event_id="e",
+            state=ClaimState.DONE,
+            tenant_id="acme",
+            event_type="job.completed",
+            job_id="j",
+            claimed_at=NOW,
+            expires_at=NOW,
+            matched=0,
+        )
+    )
+    metrics.flush_metrics()
+
+    blobs = emf_blobs(capsys.readouterr().out)
+    by_reason = [blob for blob in blobs if "reason" in blob]
+    assert [(b["reason"], b["service"], b["Rejected"]) for b in by_reason] == [
+        ("stale_timestamp", "jobhooks-test", [1.0])
+    ]
+    (totals,) = [blob for blob in blobs if "reason" not in blob]
+    assert totals["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
+    for name, value in (
+        ("Received", 1.0),
+        ("Rejected", 1.0),
+        ("Accepted", 1.0),
+        ("DeliveriesEnqueued", 0.0),
+        ("Unmatched", 1.0),
+    ):
+        assert totals[name] == [value], name
