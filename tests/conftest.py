@@ -2,4 +2,6 @@
 
 pytest_plugins = [
     "tests.fixtures.aws",
+    "tests.fixtures.stack",
+    "tests.fixtures.rabbitmq",
 ]
