@@ -1,0 +1,112 @@
+"""functions/deliver/app.py as Lambda runs it: env settings, Powertools, the partial batch response.
+
+The handler is imported from its file with the environment the template gives it and driven by the
+local SQS event source; its stdout (Powertools' JSON logs and EMF metrics) is inspected.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from jobhooks.local.event_source import SqsEventSource
+from jobhooks.local.moto_server import MotoServer
+from jobhooks.settings import ConfigurationError
+
+from tests.integration.deliver_harness import DeliveryBench, Reply, delivery_bench
+
+APP = Path(__file__).resolve().parents[2] / "functions" / "deliver" / "app.py"
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def import_app() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"deliver_app_{uuid.uuid4().hex}", APP)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def bench(aws: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[DeliveryBench]:
+    with delivery_bench() as bench:
+        for name, value in bench.environment.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "jobhooks-test")
+        monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "jobhooks")
+        monkeypatch.setenv("JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS", "true")
+        monkeypatch.setenv("JOBHOOKS_DELIVERY_TIMEOUT_SECONDS", "2")
+        yield bench
+
+
+def emf_blobs(output: str) -> list[dict[str, Any]]:
+    blobs = []
+    for line in output.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            blobs.append(json.loads(line))
+    return blobs
+
+
+def total(value: float | list[float]) -> float:
+    """EMF values are a number or a list of numbers."""
+    return sum(value) if isinstance(value, list) else value
+
+
+def test_the_handler_delivers_a_batch_and_emits_delivery_metrics(
+    bench: DeliveryBench, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ok = bench.receiver(Reply(200))
+    failing = bench.receiver(Reply(500, b"upstream exploded"))
+    ok_sub, failing_sub = bench.subscribe(ok), bench.subscribe(failing)
+    ok_task, failing_task = bench.task(ok_sub), bench.task(failing_sub)
+    bench.enqueue(ok_task, failing_task)
+    app = import_app()
+    try:
+        source = SqsEventSource(
+            bench.queue_url,
+            app.handler,
+            sqs_client=bench.raw_sqs,
+            wait_time_seconds=0,
+            function_timeout_seconds=60,
+            function_name="jobhooks-DeliverFunction",
+            strict_responses=True,
+        )
+        stats = source.run_once(wait_time_seconds=0)
+    finally:
+        app.deliverer.close()
+
+    assert (stats.received, stats.succeeded, stats.failed, stats.failed_batches) == (2, 1, 1, 0)
+    assert ok.count == 1 and failing.count == 1
+    output = capsys.readouterr().out
+    blobs = emf_blobs(output)
+    [batch] = [blob for blob in blobs if "DeliveryAttempts" in blob]
+    assert batch["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "jobhooks"
+    assert batch["service"] == "jobhooks-test"
+    assert total(batch["DeliveryAttempts"]) == 2
+    assert total(batch["DeliverySucceeded"]) == 1
+    assert total(batch["DeliveryFailed"]) == 1
+    assert total(batch["DeliveriesParked"]) == 0
+    assert len(batch["DeliveryLatency"]) == 2
+    [by_class] = [blob for blob in blobs if "failure_class" in blob]
+    assert (by_class["failure_class"], total(by_class["DeliveryFailed"])) == ("http_5xx", 1)
+    assert by_class["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "failure_class"]]
+    # Logs carry ids, never a secret, a body, a response or a URL (paths can hold tokens).
+    assert failing_task.delivery_id in output
+    for secret_or_body in (ok_sub.secret, failing_sub.secret, "pagamentos", "exploded", "/hooks/"):
+        assert secret_or_body not in output
+
+
+def test_a_bad_setting_stops_the_cold_start_naming_the_variable(
+    bench: DeliveryBench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JOBHOOKS_RETRY_SCHEDULE", "60,300")
+
+    with pytest.raises(ConfigurationError, match="JOBHOOKS_RETRY_SCHEDULE"):
+        import_app()
