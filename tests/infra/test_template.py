@@ -551,7 +551,7 @@ def test_management_api_requires_iam(template: dict[str, Any]) -> None:
 
 def test_parameters_have_defaults_and_descriptions(template: dict[str, Any]) -> None:
     expected = {
-        "ProducerRelease": "unknown",
+        "ProducerRelease": "",  # empty: outcomes list `release` as unmeasured
         "DedupRetentionDays": 7,
         "FutureSkewSeconds": 30,
         "AllowLegacySignatures": "false",
