@@ -1,0 +1,140 @@
+"""What every management operation works on: the stores, the queues, the network policy, a clock.
+
+One `ManagementContext` per process and configuration (`get_management_context`), over real
+boto3 clients. Tests build their own with `build_management_context(...)` to inject a DNS
+resolver, a clock or a webhook client, and hand it to the API through the Event Handler's
+`dependency_overrides`; nothing is patched.
+
+The ingest use case (re-fan-out, quarantine replay) is built on first use from the ingest
+settings, so every other operation keeps working when the API function lacks the Fetcher key
+configuration that replaying a quarantined message needs.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from jobhooks.delivery.attempt_log import AttemptLog
+from jobhooks.delivery.deliver import WebhookPoster
+from jobhooks.delivery.http_client import DEFAULT_CONNECT_TIMEOUT_SECONDS, WebhookClient
+from jobhooks.delivery.network_policy import NetworkPolicy, Resolver, resolve_host
+from jobhooks.ingest.claims import ClaimStore
+from jobhooks.ingest.quarantine import QuarantineStore
+from jobhooks.ingest.service import IngestService, build_ingest_service
+from jobhooks.ingest.settings import SECONDS_PER_DAY, IngestSettings
+from jobhooks.management.settings import (
+    ManagementSettings,
+    RedriveMethod,
+    effective_redrive_method,
+)
+from jobhooks.subscriptions.model import utc_now
+from jobhooks.subscriptions.store import SubscriptionStore
+
+# The API function has 15 s in all (template.yaml); each AWS call gets a short leash and one
+# retry, so a slow dependency surfaces as an error answer instead of a function timeout.
+_AWS_CONNECT_TIMEOUT: Final = 3
+_AWS_READ_TIMEOUT: Final = 5
+_AWS_ATTEMPTS: Final = 2
+
+
+@dataclass
+class ManagementContext:
+    settings: ManagementSettings
+    subscriptions: SubscriptionStore
+    attempt_log: AttemptLog
+    claims: ClaimStore
+    quarantine: QuarantineStore
+    sqs: Any
+    network_policy: NetworkPolicy
+    webhook_client: WebhookPoster
+    redrive_method: RedriveMethod
+    clock: Callable[[], datetime] = utc_now
+    ingest_factory: Callable[[], IngestService] | None = field(default=None, repr=False)
+
+    @functools.cached_property
+    def ingest(self) -> IngestService:
+        """The ingest use case; raises `ConfigurationError` when its settings are incomplete."""
+        if self.ingest_factory is None:
+            raise RuntimeError("this context was built without an ingest service")
+        return self.ingest_factory()
+
+
+def build_management_context(
+    settings: ManagementSettings,
+    *,
+    environ: Mapping[str, str] | None = None,
+    session: Any = None,
+    resolver: Resolver = resolve_host,
+    clock: Callable[[], datetime] = utc_now,
+    webhook_client: WebhookPoster | None = None,
+    sqs: Any = None,
+) -> ManagementContext:
+    """The context over boto3 clients from `session` (default: boto3's default session)."""
+    import boto3
+    from botocore.config import Config
+
+    environ = os.environ if environ is None else environ
+    make_client = session.client if session is not None else boto3.client
+    config = Config(
+        retries={"mode": "standard", "max_attempts": _AWS_ATTEMPTS},
+        connect_timeout=_AWS_CONNECT_TIMEOUT,
+        read_timeout=_AWS_READ_TIMEOUT,
+    )
+    dynamodb = make_client("dynamodb", config=config)
+    policy = NetworkPolicy(
+        allow_private_networks=settings.allow_private_webhooks, resolver=resolver
+    )
+    if webhook_client is None:
+        webhook_client = WebhookClient(
+            policy,
+            connect_timeout=min(
+                DEFAULT_CONNECT_TIMEOUT_SECONDS, settings.test_send_timeout_seconds
+            ),
+            total_timeout=settings.test_send_timeout_seconds,
+        )
+
+    def ingest() -> IngestService:
+        return build_ingest_service(IngestSettings.from_env(environ), session=session, clock=clock)
+
+    return ManagementContext(
+        settings=settings,
+        subscriptions=SubscriptionStore(
+            settings.subscriptions_table,
+            dynamodb,
+            make_client("kms", config=config),
+            kms_key_id=settings.kms_key_id or None,
+            allow_http_urls=settings.allow_private_webhooks,
+            clock=clock,
+        ),
+        attempt_log=AttemptLog(settings.deliveries_table, dynamodb, clock=clock),
+        claims=ClaimStore(
+            settings.claims_table,
+            dynamodb,
+            retention_seconds=int(settings.dedup_retention_days * SECONDS_PER_DAY),
+            clock=clock,
+        ),
+        quarantine=QuarantineStore(
+            settings.quarantine_table,
+            dynamodb,
+            retention_seconds=int(settings.quarantine_retention_days * SECONDS_PER_DAY),
+            clock=clock,
+        ),
+        sqs=sqs if sqs is not None else make_client("sqs", config=config),
+        network_policy=policy,
+        webhook_client=webhook_client,
+        redrive_method=effective_redrive_method(settings.dlq_redrive, environ),
+        clock=clock,
+        ingest_factory=ingest,
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def get_management_context(settings: ManagementSettings) -> ManagementContext:
+    """One context per process and configuration (the settings are read per request, cheaply,
+    so `jobhooks dev` and tests that re-provision the stack get a fresh one)."""
+    return build_management_context(settings)

@@ -1,0 +1,119 @@
+"""Deliveries: the attempt history per subscription and per event, and replaying one delivery.
+
+The attempt log (`jobhooks.delivery.attempt_log`) holds no webhook body; a replay takes it from
+the event's record in the claims table, which keeps it for the dedup retention (7 days by
+default). A replayed task carries `replay: true`, so the deliver function POSTs it even after a
+recorded success, under the same `webhook-id` (receivers deduplicate on it).
+"""
+
+from __future__ import annotations
+
+from jobhooks.delivery.attempt_log import DeliveryAttempt, DeliveryRecord
+from jobhooks.delivery.parking import enqueue_delivery, replay_task
+from jobhooks.delivery_task import delivery_task_for
+from jobhooks.ingest.exceptions import EventNotFoundError
+from jobhooks.management.context import ManagementContext
+from jobhooks.management.exceptions import EventPayloadUnavailableError, InvalidDeliveryFilterError
+from jobhooks.management.models import (
+    AttemptView,
+    DeliveryDetail,
+    DeliveryPage,
+    DeliverySummary,
+    ReplayedDelivery,
+)
+from jobhooks.outcome import format_timestamp
+
+
+def list_deliveries(
+    context: ManagementContext,
+    *,
+    subscription_id: str | None = None,
+    event_id: str | None = None,
+    tenant_id: str | None = None,
+    limit: int,
+    cursor: str | None = None,
+) -> DeliveryPage:
+    if (subscription_id is None) == (event_id is None):
+        raise InvalidDeliveryFilterError()
+    if subscription_id is not None:
+        page = context.attempt_log.list_by_subscription(
+            subscription_id, tenant_id=tenant_id, limit=limit, cursor=cursor
+        )
+    else:
+        assert event_id is not None
+        page = context.attempt_log.list_by_event(
+            event_id, tenant_id=tenant_id, limit=limit, cursor=cursor
+        )
+    return DeliveryPage(
+        deliveries=[delivery_summary(record) for record in page.deliveries],
+        next_cursor=page.next_cursor,
+    )
+
+
+def get_delivery(
+    context: ManagementContext, delivery_id: str, *, tenant_id: str | None = None
+) -> DeliveryDetail:
+    record = context.attempt_log.get(delivery_id, tenant_id=tenant_id)
+    return DeliveryDetail(
+        **delivery_summary(record).model_dump(),
+        attempts=[attempt_view(attempt) for attempt in record.attempts],
+    )
+
+
+def replay_delivery(
+    context: ManagementContext, delivery_id: str, *, tenant_id: str | None = None
+) -> ReplayedDelivery:
+    """Enqueue the delivery again with `replay: true`, whatever its status."""
+    record = context.attempt_log.get(delivery_id, tenant_id=tenant_id)
+    # A deleted subscription would only turn the replay into a `failed` record: say so now.
+    context.subscriptions.get(record.subscription_id, tenant_id=record.tenant_id)
+    try:
+        event = context.claims.get_done(record.event_id)
+    except EventNotFoundError:
+        raise EventPayloadUnavailableError(record.event_id) from None
+    if event.payload is None:
+        raise EventPayloadUnavailableError(record.event_id)
+    task = replay_task(
+        delivery_task_for(
+            event_id=record.event_id,
+            tenant_id=record.tenant_id,
+            event_type=record.event_type,
+            payload=event.payload,
+            subscription_id=record.subscription_id,
+        )
+    )
+    enqueue_delivery(context.sqs, context.settings.delivery_queue_url, task)
+    return ReplayedDelivery(
+        delivery_id=task.delivery_id,
+        event_id=task.event_id,
+        subscription_id=task.subscription_id,
+        webhook_id=task.webhook_id,
+    )
+
+
+def delivery_summary(record: DeliveryRecord) -> DeliverySummary:
+    last = record.last_attempt
+    return DeliverySummary(
+        delivery_id=record.delivery_id,
+        event_id=record.event_id,
+        webhook_id=record.webhook_id,
+        subscription_id=record.subscription_id,
+        tenant_id=record.tenant_id,
+        event_type=record.event_type,
+        status=record.status.value,
+        attempt_count=record.attempt_count,
+        created_at=format_timestamp(record.created_at),
+        updated_at=format_timestamp(record.updated_at),
+        last_attempt=attempt_view(last) if last is not None else None,
+    )
+
+
+def attempt_view(attempt: DeliveryAttempt) -> AttemptView:
+    return AttemptView(
+        n=attempt.n,
+        at=format_timestamp(attempt.at),
+        status_code=attempt.status_code,
+        error=attempt.error,
+        latency_ms=attempt.latency_ms,
+        response=attempt.response or None,
+    )

@@ -1,0 +1,357 @@
+"""Request and response shapes of the management API.
+
+The OpenAPI document (docs/openapi.json) is generated from these models, and the Event Handler
+validates every request against them before an operation runs, so their constraints are the
+API's documented input rules. Times are RFC 3339 UTC strings with milliseconds and `Z`.
+
+No response model has a place for a plaintext secret except `SubscriptionWithSecret`, which only
+the create and rotate operations return.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jobhooks.management.settings import RedriveMethod
+from jobhooks.subscriptions.model import (
+    ALL_EVENT_TYPES,
+    DEFAULT_GRACE,
+    MAX_DESCRIPTION_LENGTH,
+    MAX_GRACE,
+    MAX_TENANT_ID_LENGTH,
+    MAX_URL_LENGTH,
+    EventType,
+    SubscriptionStatus,
+)
+
+# Ids as the bridge issues them. Path parameters are held to these shapes before any lookup, so
+# a mistyped id is a 422 that says so, never a confusing error from DynamoDB.
+SUBSCRIPTION_ID_PATTERN: Final = r"^sub_[A-Za-z0-9_-]{1,64}$"
+DELIVERY_ID_PATTERN: Final = r"^dlv_[0-9a-f]{32}$"
+QUARANTINE_ID_PATTERN: Final = r"^q_[0-9a-f]{32}$"
+# A `ce-id` (fetcher.job.<status>.<job id>): the characters that are safe in a path segment.
+EVENT_ID_PATTERN: Final = r"^[A-Za-z0-9._~:@+=-]{1,512}$"
+CURSOR_MAX_LENGTH: Final = 2048
+DEFAULT_PAGE_SIZE: Final = 50
+MAX_PAGE_SIZE: Final = 100
+TEST_EVENT_TYPE: Final = "jobhooks.test"
+
+Timestamp = Annotated[
+    str,
+    Field(
+        description="RFC 3339 UTC with milliseconds, e.g. 2026-03-01T12:00:00.000Z",
+        json_schema_extra={"format": "date-time"},
+    ),
+]
+
+
+class _Request(BaseModel):
+    # Unknown fields are refused: a misspelt field would otherwise be silently ignored.
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="stable error code, e.g. address_not_public")
+    message: str = Field(description="what went wrong and what to do; starts with the field")
+    field: str | None = Field(
+        default=None, description="the request field at fault, when there is one"
+    )
+
+
+class ErrorBody(BaseModel):
+    """Every error answer of the API."""
+
+    error: ErrorDetail
+
+
+# -- subscriptions ---------------------------------------------------------------------------
+
+
+class CreateSubscriptionRequest(_Request):
+    tenant_id: str = Field(
+        min_length=1,
+        max_length=MAX_TENANT_ID_LENGTH,
+        description="the tenant (the X-Tenant-ID Fetcher signs) whose events this receives",
+    )
+    url: str = Field(
+        min_length=1,
+        max_length=MAX_URL_LENGTH,
+        description="https URL of a public host; checked against the network policy now and "
+        "before every delivery",
+    )
+    event_types: list[EventType] = Field(
+        default_factory=lambda: list(ALL_EVENT_TYPES),
+        min_length=1,
+        description="event types to receive (default: all)",
+    )
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_LENGTH)
+
+
+class UpdateSubscriptionRequest(_Request):
+    """Only the fields given change; `description: ""` clears the description."""
+
+    url: str | None = Field(default=None, min_length=1, max_length=MAX_URL_LENGTH)
+    event_types: list[EventType] | None = Field(default=None, min_length=1)
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_LENGTH)
+    status: SubscriptionStatus | None = Field(
+        default=None, description="active (deliveries resume) or disabled (deliveries stop)"
+    )
+
+
+class RotateSecretRequest(_Request):
+    grace_seconds: int = Field(
+        default=int(DEFAULT_GRACE.total_seconds()),
+        ge=0,
+        le=int(MAX_GRACE.total_seconds()),
+        description="how long the previous secret keeps signing (default 24 h, at most 7 days)",
+    )
+
+
+class SecretInfo(BaseModel):
+    """A signing secret's metadata; the secret itself is never listed."""
+
+    secret_id: str
+    created_at: Timestamp
+    expires_at: Timestamp | None = Field(
+        default=None, description="when it stops signing; null for the current secret"
+    )
+
+
+class SubscriptionView(BaseModel):
+    subscription_id: str
+    tenant_id: str
+    url: str
+    event_types: list[EventType]
+    status: SubscriptionStatus
+    description: str | None = None
+    disabled_reason: str | None = None
+    created_at: Timestamp
+    updated_at: Timestamp
+    secrets: list[SecretInfo] = Field(
+        description="signing secrets that still sign, newest (current) first"
+    )
+
+
+class SubscriptionWithSecret(SubscriptionView):
+    """Returned by create and rotate only: the one time the new secret is shown."""
+
+    secret: str = Field(
+        description="the new whsec_ signing secret; store it now, it is never shown again"
+    )
+
+
+class SubscriptionPage(BaseModel):
+    subscriptions: list[SubscriptionView]
+    next_cursor: str | None = Field(default=None, description="pass as `cursor` for the next page")
+
+
+class TestSendResult(BaseModel):
+    """The attempt a test send made: signed like a real webhook, recorded nowhere."""
+
+    subscription_id: str
+    event_type: str = TEST_EVENT_TYPE
+    event_id: str
+    webhook_id: str
+    signatures: int = Field(description="number of signatures sent (2 or more during a rotation)")
+    delivered: bool = Field(description="the receiver answered 2xx")
+    status_code: int | None = None
+    error: str | None = Field(
+        default=None, description="why no HTTP status came back, e.g. timeout"
+    )
+    detail: str | None = None
+    latency_ms: int
+    response_excerpt: str = Field(
+        default="", description="the start of the receiver's response body"
+    )
+
+
+# -- deliveries and events -------------------------------------------------------------------
+
+
+class AttemptView(BaseModel):
+    n: int
+    at: Timestamp | None = None
+    status_code: int | None = None
+    error: str | None = None
+    latency_ms: int | None = None
+    response: str | None = Field(
+        default=None, description="the start of the receiver's response body"
+    )
+
+
+class DeliverySummary(BaseModel):
+    delivery_id: str
+    event_id: str
+    webhook_id: str | None = None
+    subscription_id: str
+    tenant_id: str | None = None
+    event_type: str | None = None
+    status: str = Field(description="pending, succeeded, failed, parked or gone")
+    attempt_count: int
+    created_at: Timestamp | None = None
+    updated_at: Timestamp | None = None
+    last_attempt: AttemptView | None = None
+
+
+class DeliveryDetail(DeliverySummary):
+    attempts: list[AttemptView] = Field(description="every attempt, oldest first")
+
+
+class DeliveryPage(BaseModel):
+    deliveries: list[DeliverySummary]
+    next_cursor: str | None = None
+
+
+class ReplayedDelivery(BaseModel):
+    delivery_id: str
+    event_id: str
+    subscription_id: str
+    webhook_id: str
+    replay: bool = True
+
+
+class EventReplay(BaseModel):
+    event_id: str
+    tenant_id: str
+    event_type: str
+    deliveries: list[ReplayedDelivery] = Field(
+        description="one delivery per subscription that wants the event now"
+    )
+
+
+class UnmatchedEvent(BaseModel):
+    event_id: str
+    tenant_id: str
+    event_type: str
+    job_id: str
+    done_at: Timestamp | None = None
+    expires_at: Timestamp
+
+
+class UnmatchedEventPage(BaseModel):
+    events: list[UnmatchedEvent]
+    next_cursor: str | None = None
+
+
+# -- quarantine ------------------------------------------------------------------------------
+
+
+class QuarantinedMessageSummary(BaseModel):
+    quarantine_id: str
+    reason: str = Field(description="the rejection reason code (contracts/forwarded-message.md)")
+    detail: str
+    event_id: str | None = Field(
+        default=None, description="the ce-id the message claims (unverified)"
+    )
+    sqs_message_id: str
+    sent_at: Timestamp
+    received_at: Timestamp
+    expires_at: Timestamp
+    status: str = Field(description="quarantined or replayed")
+    message_bytes: int
+    message_truncated: bool
+    replay_of: str | None = None
+    replayed_at: Timestamp | None = None
+    replay_outcome: str | None = None
+    replayed_as: str | None = None
+
+
+class QuarantinedMessageDetail(QuarantinedMessageSummary):
+    message: str = Field(description="the original SQS body, verbatim")
+
+
+class QuarantinePage(BaseModel):
+    messages: list[QuarantinedMessageSummary]
+    next_cursor: str | None = None
+
+
+class QuarantineReplayRequest(_Request):
+    allow_stale: bool = Field(
+        default=False,
+        description="accept a `t` older than the dedup retention (the stale_timestamp rule) "
+        "for this one replay; every other rule still applies",
+    )
+
+
+class QuarantineReplayResult(BaseModel):
+    quarantine_id: str
+    outcome: str = Field(description="accepted, duplicate or rejected")
+    event_id: str | None = None
+    deliveries: int | None = Field(default=None, description="deliveries enqueued (accepted only)")
+    reason: str | None = Field(default=None, description="the reason code (rejected only)")
+    detail: str | None = None
+    quarantined_as: str | None = Field(
+        default=None, description="the new quarantine record of a replay that was rejected again"
+    )
+
+
+# -- dead-letter queues ----------------------------------------------------------------------
+
+
+class DeadLetterQueue(StrEnum):
+    DELIVERY = "delivery"
+    INGEST = "ingest"
+
+
+class ParkedMessage(BaseModel):
+    """One message peeked in a dead-letter queue (it stays there)."""
+
+    message_id: str
+    sent_at: Timestamp | None = None
+    receive_count: int | None = None
+    size_bytes: int
+    delivery_id: str | None = None
+    event_id: str | None = None
+    subscription_id: str | None = None
+    tenant_id: str | None = None
+    event_type: str | None = None
+    park_reason: str | None = Field(
+        default=None, description="attempts_exhausted, subscription_disabled or invalid_task"
+    )
+    attempts: int | None = None
+    last_result: str | None = Field(default=None, description="e.g. http_500 or timeout")
+
+
+class MoveTaskView(BaseModel):
+    status: str
+    moved: int | None = None
+    to_move: int | None = None
+    started_at: Timestamp | None = None
+    failure_reason: str | None = None
+
+
+class DeadLetterListing(BaseModel):
+    queue: DeadLetterQueue
+    approximate_count: int = Field(description="messages waiting in the queue")
+    approximate_in_flight: int = Field(description="messages received and not yet deleted")
+    messages: list[ParkedMessage] = Field(description="up to `limit` messages, peeked")
+    move_task: MoveTaskView | None = Field(
+        default=None, description="the latest message-move task (AWS only)"
+    )
+
+
+class RedriveRequest(_Request):
+    queue: DeadLetterQueue = DeadLetterQueue.DELIVERY
+    method: RedriveMethod | None = Field(
+        default=None, description="override the configured JOBHOOKS_DLQ_REDRIVE for this call"
+    )
+    max_messages: int | None = Field(
+        default=None, ge=1, le=100_000, description="resend at most this many (resend method only)"
+    )
+
+
+class RedriveResult(BaseModel):
+    queue: DeadLetterQueue
+    method: str = Field(description="move_task or resend")
+    moved: int | None = Field(default=None, description="messages sent back (resend)")
+    remaining: int | None = Field(
+        default=None,
+        description="messages still parked after this call (resend); call again to go on",
+    )
+    task_handle: str | None = Field(default=None, description="the SQS move task (move_task)")

@@ -1,0 +1,146 @@
+"""The management API's OpenAPI description: parameters, documented answers, document metadata.
+
+The route declarations in `functions/api/app.py` use these, so the document that
+`scripts/generate-openapi.py` writes (docs/openapi.json) states every input rule the Event
+Handler enforces and every answer a route can give, errors included.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Annotated, Any, Final
+
+from aws_lambda_powertools.event_handler.openapi.models import APIKey, Server
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from pydantic import BaseModel
+
+from jobhooks import __version__
+from jobhooks.management.models import (
+    CURSOR_MAX_LENGTH,
+    DEFAULT_PAGE_SIZE,
+    DELIVERY_ID_PATTERN,
+    EVENT_ID_PATTERN,
+    MAX_PAGE_SIZE,
+    QUARANTINE_ID_PATTERN,
+    SUBSCRIPTION_ID_PATTERN,
+    DeadLetterQueue,
+    ErrorBody,
+)
+from jobhooks.rejection import Reason
+from jobhooks.subscriptions.model import MAX_TENANT_ID_LENGTH
+
+TITLE: Final = "jobhooks management API"
+DESCRIPTION: Final = (
+    "Register webhook subscriptions for a tenant's Fetcher job events, rotate their signing "
+    "secrets, send test webhooks, read delivery attempts, and replay deliveries, events, "
+    "quarantined messages and dead-letter queues. Every request is signed with AWS Signature "
+    'Version 4 (IAM, service execute-api). Errors are `{"error": {"code", "message", '
+    '"field"}}`. docs/api.md has examples.'
+)
+
+# -- parameters ------------------------------------------------------------------------------
+
+SubscriptionIdPath = Annotated[
+    str, Path(pattern=SUBSCRIPTION_ID_PATTERN, description="a subscription id (sub_...)")
+]
+DeliveryIdPath = Annotated[
+    str, Path(pattern=DELIVERY_ID_PATTERN, description="a delivery id (dlv_...)")
+]
+EventIdPath = Annotated[str, Path(pattern=EVENT_ID_PATTERN, description="an event's ce-id")]
+QuarantineIdPath = Annotated[
+    str, Path(pattern=QUARANTINE_ID_PATTERN, description="a quarantine id (q_...)")
+]
+SubscriptionIdQuery = Annotated[
+    str | None, Query(pattern=SUBSCRIPTION_ID_PATTERN, description="a subscription id (sub_...)")
+]
+EventIdQuery = Annotated[
+    str | None, Query(pattern=EVENT_ID_PATTERN, description="an event's ce-id")
+]
+TenantQuery = Annotated[
+    str,
+    Query(min_length=1, max_length=MAX_TENANT_ID_LENGTH, description="the tenant id"),
+]
+TenantScopeQuery = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=MAX_TENANT_ID_LENGTH,
+        description="when given, anything of another tenant is answered as not found",
+    ),
+]
+LimitQuery = Annotated[
+    int, Query(ge=1, le=MAX_PAGE_SIZE, description=f"page size (default {DEFAULT_PAGE_SIZE})")
+]
+PeekLimitQuery = Annotated[
+    int, Query(ge=1, le=MAX_PAGE_SIZE, description="how many messages to peek at (default 10)")
+]
+ReasonQuery = Annotated[
+    Reason | None, Query(description="only messages rejected for this reason (newest first)")
+]
+DeadLetterQueueQuery = Annotated[
+    DeadLetterQueue, Query(description="which dead-letter queue (default: delivery)")
+]
+CursorQuery = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=CURSOR_MAX_LENGTH,
+        description="`next_cursor` of the previous page",
+    ),
+]
+
+# -- answers ---------------------------------------------------------------------------------
+
+_ERROR_DESCRIPTIONS: Final = {
+    HTTPStatus.NOT_FOUND: "No such resource (or it belongs to another tenant)",
+    HTTPStatus.CONFLICT: "The resource's state does not allow this now",
+    HTTPStatus.UNPROCESSABLE_ENTITY: "The request is invalid; `error.field` names the field",
+}
+
+
+def documented(
+    status: HTTPStatus, model: type[BaseModel] | None, *errors: HTTPStatus
+) -> dict[int, Any]:
+    """The `responses` of a route: its success answer and the error answers it can give."""
+    answers: dict[int, Any] = {}
+    if model is None:
+        answers[status.value] = {"description": status.phrase, "content": {}}
+    else:
+        answers[status.value] = {
+            "description": status.phrase,
+            "content": {"application/json": {"model": model}},
+        }
+    # Every route validates its input, so every route can answer 422.
+    for error in sorted({*errors, HTTPStatus.UNPROCESSABLE_ENTITY}):
+        answers[error.value] = {
+            "description": _ERROR_DESCRIPTIONS.get(error, error.phrase),
+            "content": {"application/json": {"model": ErrorBody}},
+        }
+    return answers
+
+
+# -- the document ----------------------------------------------------------------------------
+
+SIGV4: Final = "sigv4"
+
+
+def document_metadata() -> dict[str, Any]:
+    """The keyword arguments of `get_openapi_json_schema` for this API."""
+    return {
+        "title": TITLE,
+        "version": __version__,
+        "description": DESCRIPTION,
+        "servers": [Server(url="/", description="the stack's ApiUrl output")],
+        "security_schemes": {
+            SIGV4: APIKey.model_validate(
+                {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "Authorization",
+                    "description": "AWS Signature Version 4, service execute-api (IAM)",
+                    "x-amazon-apigateway-authtype": "awsSigv4",
+                }
+            )
+        },
+        "security": [{SIGV4: []}],
+    }

@@ -1,0 +1,60 @@
+"""The management API's configuration (docs/architecture.md, "Environment")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+
+from pydantic import Field
+
+from jobhooks.settings import Settings
+
+
+class RedriveMethod(StrEnum):
+    """How a dead-letter queue is redriven.
+
+    `move_task` is SQS `StartMessageMoveTask` (AWS moves the messages itself, at a bounded rate);
+    `resend` receives each message and sends it to the source queue ourselves, which works on
+    emulators that lack message-move tasks (moto); `auto` picks `resend` exactly when an SQS
+    endpoint override is configured (`AWS_ENDPOINT_URL_SQS` or `AWS_ENDPOINT_URL`), else
+    `move_task`.
+    """
+
+    AUTO = "auto"
+    MOVE_TASK = "move_task"
+    RESEND = "resend"
+
+
+class ManagementSettings(Settings):
+    """Read once per configuration: `ManagementSettings.from_env()` names any bad variable."""
+
+    subscriptions_table: str = Field(min_length=1)
+    deliveries_table: str = Field(min_length=1)
+    claims_table: str = Field(min_length=1)
+    quarantine_table: str = Field(min_length=1)
+    delivery_queue_url: str = Field(min_length=1)
+    delivery_dlq_url: str = Field(min_length=1)
+    ingest_queue_url: str = Field(min_length=1)
+    ingest_dlq_url: str = Field(min_length=1)
+    # Needed to create subscriptions and rotate secrets; the store says so when it is missing.
+    kms_key_id: str = ""
+    allow_private_webhooks: bool = False
+    dlq_redrive: RedriveMethod = RedriveMethod.AUTO
+    # The API function times out after 15 s (template.yaml); a test send must answer before.
+    test_send_timeout_seconds: float = Field(10, gt=0, le=15)
+    # The stores need them for writes they make on our behalf (quarantine replay marks).
+    dedup_retention_days: float = Field(7, gt=0, le=365)
+    quarantine_retention_days: float = Field(30, gt=0, le=365)
+
+
+def sqs_endpoint_override(environ: Mapping[str, str]) -> str | None:
+    """The SQS endpoint boto3 will use instead of AWS's, if the configuration names one."""
+    return environ.get("AWS_ENDPOINT_URL_SQS") or environ.get("AWS_ENDPOINT_URL") or None
+
+
+def effective_redrive_method(
+    configured: RedriveMethod, environ: Mapping[str, str]
+) -> RedriveMethod:
+    if configured is not RedriveMethod.AUTO:
+        return configured
+    return RedriveMethod.RESEND if sqs_endpoint_override(environ) else RedriveMethod.MOVE_TASK

@@ -1,0 +1,222 @@
+"""Subscriptions: create, list, show, change, delete, rotate the secret, send a test webhook.
+
+Every URL a subscription is given (at creation and on change) passes the delivery network
+policy first, so a hostile URL is refused with the policy's reason code before anything is
+stored; the deliver function checks it again before every attempt, as DNS answers change.
+
+A plaintext secret leaves this module twice only: in the answer to `create_subscription` and
+to `rotate_secret`, each time the new secret, once. Every other answer is a `SubscriptionView`,
+which has no field for one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from jobhooks import __version__
+from jobhooks.delivery.deliver import send_webhook_now
+from jobhooks.management.context import ManagementContext
+from jobhooks.management.models import (
+    TEST_EVENT_TYPE,
+    CreateSubscriptionRequest,
+    RotateSecretRequest,
+    SecretInfo,
+    SubscriptionPage,
+    SubscriptionView,
+    SubscriptionWithSecret,
+    TestSendResult,
+    UpdateSubscriptionRequest,
+)
+from jobhooks.outcome import FetcherContext, Outcome, WebhookBody, format_timestamp
+from jobhooks.subscriptions.model import Subscription
+from jobhooks.subscriptions.store import IssuedSecret
+
+TEST_JOB_NAME = "jobhooks.test"
+
+
+def create_subscription(
+    context: ManagementContext, request: CreateSubscriptionRequest
+) -> SubscriptionWithSecret:
+    context.network_policy.check_url(request.url)
+    issued = context.subscriptions.create(
+        request.tenant_id,
+        request.url,
+        [event_type.value for event_type in request.event_types],
+        description=request.description,
+    )
+    return _with_secret(context, issued)
+
+
+def list_subscriptions(
+    context: ManagementContext, tenant_id: str, *, limit: int, cursor: str | None = None
+) -> SubscriptionPage:
+    page = context.subscriptions.list_by_tenant(tenant_id, limit=limit, cursor=cursor)
+    now = context.clock()
+    return SubscriptionPage(
+        subscriptions=[subscription_view(item, now) for item in page.subscriptions],
+        next_cursor=page.next_cursor,
+    )
+
+
+def get_subscription(
+    context: ManagementContext, subscription_id: str, *, tenant_id: str | None = None
+) -> SubscriptionView:
+    subscription = context.subscriptions.get(subscription_id, tenant_id=tenant_id)
+    return subscription_view(subscription, context.clock())
+
+
+def update_subscription(
+    context: ManagementContext,
+    subscription_id: str,
+    request: UpdateSubscriptionRequest,
+    *,
+    tenant_id: str | None = None,
+) -> SubscriptionView:
+    if request.url is not None:
+        context.network_policy.check_url(request.url)
+    subscription = context.subscriptions.update(
+        subscription_id,
+        tenant_id=tenant_id,
+        url=request.url,
+        event_types=(
+            [event_type.value for event_type in request.event_types]
+            if request.event_types is not None
+            else None
+        ),
+        description=request.description,
+        status=request.status.value if request.status is not None else None,
+    )
+    return subscription_view(subscription, context.clock())
+
+
+def delete_subscription(
+    context: ManagementContext, subscription_id: str, *, tenant_id: str | None = None
+) -> None:
+    context.subscriptions.delete(subscription_id, tenant_id=tenant_id)
+
+
+def rotate_secret(
+    context: ManagementContext,
+    subscription_id: str,
+    request: RotateSecretRequest,
+    *,
+    tenant_id: str | None = None,
+) -> SubscriptionWithSecret:
+    issued = context.subscriptions.rotate_secret(
+        subscription_id, tenant_id=tenant_id, grace_seconds=request.grace_seconds
+    )
+    return _with_secret(context, issued)
+
+
+def send_test_webhook(
+    context: ManagementContext, subscription_id: str, *, tenant_id: str | None = None
+) -> TestSendResult:
+    """POST a signed `jobhooks.test` webhook to the subscription now; the attempt's result.
+
+    Signed with every secret that still signs, exactly like a real delivery, so a receiver can
+    check its verification (during a rotation: under both secrets). Nothing is queued, retried
+    or recorded, and the subscription's status is neither checked nor changed.
+    """
+    subscription = context.subscriptions.get(subscription_id, tenant_id=tenant_id)
+    now = context.clock()
+    event_id = f"{TEST_EVENT_TYPE}.{uuid.uuid4()}"
+    sent = send_webhook_now(
+        subscription.subscription_id,
+        test_webhook_payload(subscription, event_id, now),
+        subscriptions=context.subscriptions,
+        client=context.webhook_client,
+        tenant_id=tenant_id,
+        clock=lambda: now,
+    )
+    attempt = sent.attempt
+    return TestSendResult(
+        subscription_id=subscription.subscription_id,
+        event_id=event_id,
+        webhook_id=sent.webhook_id,
+        signatures=len(subscription.valid_secrets(now)),
+        delivered=attempt.succeeded,
+        status_code=attempt.status_code,
+        error=attempt.error,
+        detail=_detail(attempt.error),
+        latency_ms=attempt.latency_ms,
+        response_excerpt=attempt.response,
+    )
+
+
+def test_webhook_payload(subscription: Subscription, event_id: str, now: datetime) -> str:
+    """A synthetic outcome (outcome schema v1, type `jobhooks.test`) for the subscription."""
+    timestamp = format_timestamp(now)
+    outcome = Outcome(
+        timestamp_utc=timestamp,
+        event_id=event_id,
+        release="unknown",
+        account_id=subscription.tenant_id,
+        job_id=event_id.rsplit(".", 1)[-1],
+        job_name=TEST_JOB_NAME,
+        queue_name=TEST_JOB_NAME,
+        attempt_count=1,
+        queue_wait_ms=0,
+        duration_ms=0,
+        status="success",
+        # No job ran: nothing was measured but the identifiers and the time.
+        unmeasured=["release", "job_name", "queue_wait_ms", "duration_ms"],
+        fetcher=FetcherContext(
+            metadata={
+                "source": TEST_JOB_NAME,
+                "subscription_id": subscription.subscription_id,
+                "sent_by": f"jobhooks/{__version__}",
+            }
+        ),
+    )
+    body = WebhookBody(type=TEST_EVENT_TYPE, timestamp=timestamp, data=outcome)
+    return body.model_dump_json(exclude_none=True)
+
+
+def subscription_view(subscription: Subscription, now: datetime) -> SubscriptionView:
+    return SubscriptionView.model_validate(_view_fields(subscription, now))
+
+
+def _with_secret(context: ManagementContext, issued: IssuedSecret) -> SubscriptionWithSecret:
+    fields = _view_fields(issued.subscription, context.clock())
+    return SubscriptionWithSecret.model_validate({**fields, "secret": issued.secret})
+
+
+def _view_fields(subscription: Subscription, now: datetime) -> dict[str, Any]:
+    return {
+        "subscription_id": subscription.subscription_id,
+        "tenant_id": subscription.tenant_id,
+        "url": subscription.url,
+        "event_types": list(subscription.event_types),
+        "status": subscription.status,
+        "description": subscription.description,
+        "disabled_reason": subscription.disabled_reason,
+        "created_at": format_timestamp(subscription.created_at),
+        "updated_at": format_timestamp(subscription.updated_at),
+        # Expired secrets stay in the item until its next write; they no longer sign.
+        "secrets": [
+            SecretInfo(
+                secret_id=secret.secret_id,
+                created_at=format_timestamp(secret.created_at),
+                expires_at=format_timestamp(secret.expires_at) if secret.expires_at else None,
+            )
+            for secret in subscription.valid_secrets(now)
+        ],
+    }
+
+
+_ERROR_DETAILS = {
+    "dns_error": "the receiver's host name did not resolve",
+    "address_not_public": "the receiver's host resolves to an address webhooks may not go to",
+    "url_not_allowed": "the network policy refuses the receiver's URL",
+    "connect_error": "no connection could be made to the receiver",
+    "tls_error": "the TLS handshake with the receiver failed",
+    "timeout": "the receiver did not answer in time",
+    "protocol_error": "the receiver's answer was not valid HTTP",
+    "signing_error": "the subscription has no secret that can sign; rotate its secret",
+}
+
+
+def _detail(error: str | None) -> str | None:
+    return _ERROR_DETAILS.get(error, error) if error else None
