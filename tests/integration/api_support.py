@@ -1,0 +1,279 @@
+"""What the management API and CLI tests share.
+
+- `InProcessApi` calls the API function's handler in this process with API Gateway events, as
+  `jobhooks.local.api_server` does, and reads the answer back.
+- `use_context` builds a `ManagementContext` over the `stack` fixture's moto resources with an
+  injected DNS resolver and clock, and hands it to the API through the Event Handler's
+  `dependency_overrides` (no patching).
+- `Receiver` is a webhook endpoint on 127.0.0.1 that answers from a script and records requests.
+- `load_function` imports a function of `functions/` (deliver, ingest) from its file, fresh,
+  so it reads the current test's environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import importlib.util
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlencode
+
+from jobhooks.local.api_server import api_gateway_event, load_api_module, normalize_answer
+from jobhooks.local.event_source import LambdaContext
+from jobhooks.management.context import ManagementContext, build_management_context
+from jobhooks.management.settings import ManagementSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+# A public address (TEST-NET ranges would be refused): names resolve here, and nothing in the
+# tests ever connects to it; test sends go to loopback receivers only.
+PUBLIC_ADDRESS = "93.184.215.14"
+
+
+class FakeResolver:
+    """DNS for the tests: chosen names resolve to chosen addresses, every other to a public one."""
+
+    def __init__(self, answers: Mapping[str, Sequence[str]] | None = None) -> None:
+        self.answers = {"localhost": ["127.0.0.1", "::1"], **(answers or {})}
+        self.asked: list[str] = []
+
+    def __call__(self, host: str) -> Sequence[str]:
+        self.asked.append(host)
+        return self.answers.get(host, [PUBLIC_ADDRESS])
+
+
+class FakeClock:
+    def __init__(self, start: datetime | None = None) -> None:
+        # Near the real time: standardwebhooks refuses timestamps more than 5 minutes off.
+        self.now = start or datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+def lambda_context(name: str = "jobhooks-test-api", timeout: float = 15.0) -> LambdaContext:
+    return LambdaContext(
+        function_name=name,
+        memory_limit_in_mb=256,
+        invoked_function_arn=f"arn:aws:lambda:us-east-1:123456789012:function:{name}",
+        aws_request_id=str(uuid.uuid4()),
+        deadline=time.monotonic() + timeout,
+    )
+
+
+# -- the API in process ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApiAnswer:
+    status: int
+    body: Any
+    text: str
+    headers: Mapping[str, str]
+
+    @property
+    def error(self) -> dict[str, Any]:
+        assert isinstance(self.body, dict) and "error" in self.body, self.text
+        error = self.body["error"]
+        assert isinstance(error, dict)
+        return error
+
+
+class InProcessApi:
+    """Calls `functions/api/app.py`'s handler with API Gateway HTTP API (2.0) events."""
+
+    def __init__(self, module: ModuleType | None = None) -> None:
+        self.module = module or load_api_module()
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        raw_body: bytes | None = None,
+    ) -> ApiAnswer:
+        target = path + ("?" + urlencode(query) if query else "")
+        data = raw_body if raw_body is not None else b""
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+        event = api_gateway_event(
+            method, target, [("content-type", "application/json"), ("user-agent", "tests")], data
+        )
+        answer = normalize_answer(self.module.handler(event, lambda_context()))
+        text = answer.get("body") or ""
+        try:
+            parsed = json.loads(text) if text else None
+        except ValueError:
+            parsed = None
+        headers = {name.lower(): value for name, value in (answer.get("headers") or {}).items()}
+        return ApiAnswer(int(answer["statusCode"]), parsed, text, headers)
+
+    def get(self, path: str, **query: Any) -> ApiAnswer:
+        return self.call("GET", path, query={k: v for k, v in query.items() if v is not None})
+
+    def post(self, path: str, body: Any = None, **query: Any) -> ApiAnswer:
+        return self.call("POST", path, body=body, query=query or None)
+
+    def patch(self, path: str, body: Any, **query: Any) -> ApiAnswer:
+        return self.call("PATCH", path, body=body, query=query or None)
+
+    def delete(self, path: str, **query: Any) -> ApiAnswer:
+        return self.call("DELETE", path, query=query or None)
+
+
+def management_settings(**changes: Any) -> ManagementSettings:
+    """The API's settings from the `stack` fixture's environment, with `changes`."""
+    return ManagementSettings.from_env().model_copy(update=changes)
+
+
+@contextlib.contextmanager
+def use_context(
+    module: ModuleType,
+    *,
+    resolver: FakeResolver | None = None,
+    clock: FakeClock | None = None,
+    webhook_client: Any = None,
+    **settings: Any,
+) -> Iterator[ManagementContext]:
+    """Serve the API (in this process) from a context built for the test."""
+    context = build_management_context(
+        management_settings(**settings),
+        resolver=resolver or FakeResolver(),
+        clock=clock or FakeClock(),
+        webhook_client=webhook_client,
+    )
+    overrides = module.app.dependency_overrides
+    overrides[module.management_context] = lambda: context
+    try:
+        yield context
+    finally:
+        overrides.pop(module.management_context, None)
+
+
+# -- a webhook receiver ------------------------------------------------------------------------
+
+
+@dataclass
+class ReceivedWebhook:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class Receiver:
+    """A webhook endpoint on 127.0.0.1: answers `statuses` in turn, then `default_status`."""
+
+    statuses: list[int] = field(default_factory=list)
+    default_status: int = 200
+    requests: list[ReceivedWebhook] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        receiver = self
+        lock = threading.Lock()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                webhook = ReceivedWebhook(
+                    self.path,
+                    {name.lower(): value for name, value in self.headers.items()},
+                    self.rfile.read(length),
+                )
+                with lock:
+                    receiver.requests.append(webhook)
+                    status = (
+                        receiver.statuses.pop(0) if receiver.statuses else receiver.default_status
+                    )
+                body = b"received" if status < 300 else b"try again later"
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/hooks/jobhooks"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+# -- the other functions -----------------------------------------------------------------------
+
+
+def load_function(name: str) -> ModuleType:
+    """`functions/<name>/app.py`, imported afresh (it reads the environment at import)."""
+    path = ROOT / "functions" / name / "app.py"
+    spec = importlib.util.spec_from_file_location(f"jobhooks_test_{name}_{uuid.uuid4().hex}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Bridge:
+    """The ingest and deliver functions over the `stack` fixture, driven like Lambda would."""
+
+    ingest_queue_url: str
+    delivery_queue_url: str
+    ingest_handler: Any
+    deliver_handler: Any
+    sqs: Any
+
+    @classmethod
+    def start(cls, resources: Any) -> Bridge:
+        """Load both functions from `functions/` with the current environment."""
+        import boto3
+
+        return cls(
+            ingest_queue_url=resources.queue_url("IngestQueue"),
+            delivery_queue_url=resources.queue_url("DeliveryQueue"),
+            ingest_handler=load_function("ingest").handler,
+            deliver_handler=load_function("deliver").handler,
+            sqs=boto3.client("sqs"),
+        )
+
+    def publish(self, forwarded_json: str) -> None:
+        """What the shovel does: one forwarded message onto the ingest queue."""
+        self.sqs.send_message(QueueUrl=self.ingest_queue_url, MessageBody=forwarded_json)
+
+    def ingest(self) -> Any:
+        return self._drain(self.ingest_queue_url, self.ingest_handler, "ingest")
+
+    def deliver(self) -> Any:
+        return self._drain(self.delivery_queue_url, self.deliver_handler, "deliver")
+
+    def _drain(self, queue_url: str, handler: Any, name: str) -> Any:
+        from jobhooks.local.event_source import SqsEventSource
+
+        source = SqsEventSource(
+            queue_url, handler, sqs_client=self.sqs, function_name=f"jobhooks-test-{name}"
+        )
+        return source.run_until_idle(max_seconds=30)

@@ -1,0 +1,182 @@
+"""Replays through the API end to end: parked deliveries, events and quarantined messages.
+
+The real ingest and deliver functions (`functions/`) run against moto's server (`stack`), driven
+by the local SQS event source; webhooks go to a receiver on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from jobhooks.keys import key_from_hex
+from jobhooks.local.template import LocalResources
+from jobhooks.sample_events import demo_key, make_job_event
+from standardwebhooks.webhooks import Webhook
+
+from tests.integration.api_support import Bridge, InProcessApi, Receiver, use_context
+
+# A Fetcher key the bridge does not know yet: the producer rotated before the bridge did.
+NEW_FETCHER_KEY = key_from_hex("5e" * 32)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    receiver = Receiver()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture
+def bridge(stack: LocalResources, monkeypatch: pytest.MonkeyPatch) -> Bridge:
+    monkeypatch.setenv("JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS", "true")
+    # One attempt, then the delivery is parked: the DLQ path without waiting for backoff.
+    monkeypatch.setenv("JOBHOOKS_RETRY_SCHEDULE", "0")
+    monkeypatch.setenv("JOBHOOKS_DELIVERY_TIMEOUT_SECONDS", "5")
+    return Bridge.start(stack)
+
+
+@pytest.fixture
+def api(bridge: Bridge) -> Iterator[InProcessApi]:
+    api = InProcessApi()
+    with use_context(api.module, allow_private_webhooks=True):
+        yield api
+
+
+def subscribe(api: InProcessApi, tenant_id: str, url: str) -> tuple[str, str]:
+    created = api.post("/v1/subscriptions", {"tenant_id": tenant_id, "url": url})
+    assert created.status == 201, created.text
+    return created.body["subscription_id"], created.body["secret"]
+
+
+def verified(receiver: Receiver, secret: str) -> list[dict[str, Any]]:
+    return [Webhook(secret).verify(webhook.body, webhook.headers) for webhook in receiver.requests]
+
+
+def test_parked_delivery_comes_back_by_redrive_and_by_replay(
+    api: InProcessApi, bridge: Bridge, receiver: Receiver
+) -> None:
+    receiver.statuses = [500]
+    subscription_id, secret = subscribe(api, "acme", receiver.url)
+    event = make_job_event(demo_key(), tenant_id="acme")
+    bridge.publish(event.forwarded().to_json())
+    assert bridge.ingest().succeeded == 1
+    bridge.deliver()
+
+    listed = api.get("/v1/deliveries", subscription_id=subscription_id)
+    assert listed.status == 200, listed.text
+    [parked] = listed.body["deliveries"]
+    assert parked["status"] == "parked"
+    assert parked["last_attempt"]["status_code"] == 500
+    delivery_id = parked["delivery_id"]
+    dlq = api.get("/v1/dlq")
+    assert dlq.body["approximate_count"] == 1
+    [message] = dlq.body["messages"]
+    assert message["delivery_id"] == delivery_id
+    assert message["park_reason"] == "attempts_exhausted"
+    assert message["last_result"] == "http_500"
+    assert api.get("/v1/dlq").body["approximate_count"] == 1, "peeking leaves it parked"
+
+    redriven = api.post("/v1/dlq/redrive", {"queue": "delivery"})
+    assert redriven.status == 202, redriven.text
+    assert redriven.body == {
+        "queue": "delivery",
+        "method": "resend",
+        "moved": 1,
+        "remaining": 0,
+        "task_handle": None,
+    }
+    bridge.deliver()
+    assert len(receiver.requests) == 2
+    shown = api.get(f"/v1/deliveries/{delivery_id}")
+    assert shown.body["status"] == "succeeded"
+    assert [attempt["status_code"] for attempt in shown.body["attempts"]] == [500, 200]
+
+    replayed = api.post(f"/v1/deliveries/{delivery_id}/replay")
+    assert replayed.status == 202, replayed.text
+    assert replayed.body["delivery_id"] == delivery_id
+    bridge.deliver()
+    assert len(receiver.requests) == 3, "a replay is POSTed even after a success"
+    bodies = verified(receiver, secret)
+    assert {body["data"]["event_id"] for body in bodies} == {parked["event_id"]}
+    assert len({webhook.headers["webhook-id"] for webhook in receiver.requests}) == 1
+    by_event = api.get("/v1/deliveries", event_id=parked["event_id"])
+    assert by_event.body["deliveries"][0]["attempt_count"] == 3
+
+
+def test_unmatched_event_is_listed_and_replayed_to_a_new_subscription(
+    api: InProcessApi, bridge: Bridge, receiver: Receiver
+) -> None:
+    event = make_job_event(demo_key(), tenant_id="globex", status="failed")
+    bridge.publish(event.forwarded().to_json())
+    bridge.ingest()
+    unmatched = api.get("/v1/events/unmatched", tenant_id="globex")
+    assert unmatched.status == 200, unmatched.text
+    [listed] = unmatched.body["events"]
+    assert listed["event_type"] == "job.failed"
+    event_id = listed["event_id"]
+
+    subscription_id, secret = subscribe(api, "globex", receiver.url)
+    assert api.post(f"/v1/events/{event_id}/replay", tenant_id="acme").status == 404
+    replayed = api.post(f"/v1/events/{event_id}/replay")
+    assert replayed.status == 202, replayed.text
+    assert [d["subscription_id"] for d in replayed.body["deliveries"]] == [subscription_id]
+    bridge.deliver()
+    [body] = verified(receiver, secret)
+    assert body["type"] == "job.failed"
+    assert body["data"]["event_id"] == event_id
+    assert api.get("/v1/events/unmatched", tenant_id="globex").body["events"] == []
+    assert api.post("/v1/events/fetcher.job.completed.nope/replay").status == 404
+
+
+def test_quarantined_message_is_replayed_after_the_key_rotation_and_with_stale_override(
+    stack: LocalResources, api: InProcessApi, bridge: Bridge, receiver: Receiver
+) -> None:
+    _, secret = subscribe(api, "acme", receiver.url)
+    rotated = make_job_event(NEW_FETCHER_KEY, tenant_id="acme")
+    eight_days_ago = int((datetime.now(UTC) - timedelta(days=8)).timestamp())
+    stale = make_job_event(demo_key(), tenant_id="acme", timestamp=eight_days_ago)
+    rotated_message = rotated.forwarded().to_json()
+    bridge.publish(rotated_message)
+    bridge.publish(stale.forwarded().to_json())
+    bridge.ingest()
+
+    listed = api.get("/v1/quarantine")
+    assert listed.status == 200, listed.text
+    by_reason = {item["reason"]: item for item in listed.body["messages"]}
+    assert set(by_reason) == {"signature_mismatch", "stale_timestamp"}
+    mismatch_id = by_reason["signature_mismatch"]["quarantine_id"]
+    stale_id = by_reason["stale_timestamp"]["quarantine_id"]
+    shown = api.get(f"/v1/quarantine/{mismatch_id}")
+    assert shown.body["message"] == rotated_message
+    only_stale = api.get("/v1/quarantine", reason="stale_timestamp")
+    assert [item["quarantine_id"] for item in only_stale.body["messages"]] == [stale_id]
+
+    # The operator adds the producer's new key to the bridge's key secret.
+    boto3.client("secretsmanager").put_secret_value(
+        SecretId=stack.refs["FetcherKeysSecret"],
+        SecretString=f"{demo_key().hex},{NEW_FETCHER_KEY.hex}",
+    )
+    accepted = api.post(f"/v1/quarantine/{mismatch_id}/replay")
+    assert accepted.status == 200, accepted.text
+    assert accepted.body["outcome"] == "accepted"
+    assert accepted.body["deliveries"] == 1
+
+    still_stale = api.post(f"/v1/quarantine/{stale_id}/replay")
+    assert still_stale.body["outcome"] == "rejected"
+    assert still_stale.body["reason"] == "stale_timestamp"
+    assert still_stale.body["quarantined_as"]
+    overridden = api.post(f"/v1/quarantine/{stale_id}/replay", {"allow_stale": True})
+    assert overridden.body["outcome"] == "accepted", overridden.text
+
+    bridge.deliver()
+    bodies = verified(receiver, secret)
+    assert sorted(body["data"]["job_id"] for body in bodies) == sorted(
+        [rotated.headers["ce-subject"].decode(), stale.headers["ce-subject"].decode()]
+    )
+    marked = api.get(f"/v1/quarantine/{mismatch_id}").body
+    assert marked["status"] == "replayed"
+    assert marked["replay_outcome"] == "accepted"
