@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from jobhooks.ingest import (
     ClaimState,
     EventInProgressError,
     EventNotFoundError,
+    InboundMessage,
     IngestOutcome,
     IngestService,
     IngestSettings,
@@ -54,8 +56,8 @@ def bridge(
 
 
 def management(bridge: Bridge) -> IngestService:
-    settings = IngestSettings.from_env().model_copy(update={"subscriptions_cache_seconds": 0})
-    return build_ingest_service(settings, session=bridge.session)
+    """Built as the API function builds it: from the same settings as the ingest function."""
+    return build_ingest_service(IngestSettings.from_env(), session=bridge.session)
 
 
 def quarantine(bridge: Bridge) -> QuarantineStore:
@@ -116,6 +118,10 @@ def test_refan_out_delivers_an_unmatched_event_to_a_subscription_added_later(
     bridge.run()
     service = management(bridge)
     assert [r.event_id for r in service.list_unmatched("acme").events] == [event_id_of(event)]
+    # The hot path's subscription cache now says "acme has none"; an operator's re-fan-out
+    # must not trust it.
+    warm = event_for()
+    service.ingest_record(InboundMessage(warm.forwarded().to_json(), "m", datetime.now(UTC)))
     late = bridge.subscribe("acme")
 
     result = service.refan_out(event_id_of(event))
@@ -123,8 +129,10 @@ def test_refan_out_delivers_an_unmatched_event_to_a_subscription_added_later(
     assert (result.deliveries, result.subscription_ids) == (1, (late.subscription_id,))
     (task,) = bridge.take_deliveries()
     assert (task.subscription_id, task.replay) == (late.subscription_id, False)
+    assert task.event_id == event_id_of(event)
     assert task.payload == service.get_event(event_id_of(event)).payload  # type: ignore[union-attr]
-    assert service.list_unmatched("acme").events == ()
+    still_unmatched = [r.event_id for r in service.list_unmatched("acme").events]
+    assert still_unmatched == [event_id_of(warm)]
     assert bridge.claim_item(event_id_of(event))["matched"] == "1"  # type: ignore[index]
 
 

@@ -113,6 +113,7 @@ class IngestService:
         quarantine: Quarantine,
         subscriptions: SubscriptionMatcher,
         deliveries: DeliveryTasks,
+        current_subscriptions: SubscriptionMatcher | None = None,
         keys: FetcherKeySource,
         policy: VerificationPolicy,
         producer_release: str = "",
@@ -120,10 +121,15 @@ class IngestService:
         telemetry: IngestTelemetry | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
-        """`policy` gives the freshness and legacy rules; its keys are replaced by `keys`."""
+        """`policy` gives the freshness and legacy rules; its keys are replaced by `keys`.
+
+        `subscriptions` may cache (the hot path); `current_subscriptions`, used for an
+        operator's re-fan-out or replay, must not: a subscription added a moment ago counts.
+        """
         self.claims = claims
         self.quarantine = quarantine
         self.subscriptions = subscriptions
+        self.current_subscriptions = current_subscriptions or subscriptions
         self.deliveries = deliveries
         self.keys = keys
         self.policy = policy
@@ -147,6 +153,21 @@ class IngestService:
         after `max_lease_ms`). `allow_stale` skips the `stale_timestamp` rule, for an operator's
         replay of a message older than the dedup retention (which can deliver it a second time).
         """
+        return self._ingest(
+            message,
+            remaining_ms=remaining_ms,
+            allow_stale=allow_stale,
+            subscriptions=self.subscriptions,
+        )
+
+    def _ingest(
+        self,
+        message: InboundMessage,
+        *,
+        remaining_ms: int | None,
+        allow_stale: bool,
+        subscriptions: SubscriptionMatcher,
+    ) -> IngestResult:
         self.telemetry.record_started(message)
         try:
             event = self._read(message, allow_stale=allow_stale)
@@ -175,13 +196,12 @@ class IngestService:
 
         try:
             payload = webhook_payload(event, release=self.producer_release)
-            subscriptions = self.subscriptions.matching(event.tenant_id, event.event_type)
             tasks = delivery_tasks_for(
                 event_id=event.event_id,
                 tenant_id=event.tenant_id,
                 event_type=event.event_type,
                 payload=payload,
-                subscriptions=subscriptions,
+                subscriptions=subscriptions.matching(event.tenant_id, event.event_type),
             )
             if tasks:
                 self.deliveries.enqueue(event.event_id, tasks)
@@ -223,7 +243,7 @@ class IngestService:
             tenant_id=record.tenant_id,
             event_type=record.event_type,
             payload=record.payload or "",
-            subscriptions=self.subscriptions.matching(record.tenant_id, record.event_type),
+            subscriptions=self.current_subscriptions.matching(record.tenant_id, record.event_type),
             replay=replay,
         )
         if tasks:
@@ -250,7 +270,12 @@ class IngestService:
             sent_at=self._clock(),
             replay_of=quarantine_id,
         )
-        result = self.ingest_record(message, allow_stale=allow_stale)
+        result = self._ingest(
+            message,
+            remaining_ms=None,
+            allow_stale=allow_stale,
+            subscriptions=self.current_subscriptions,
+        )
         self.quarantine.mark_replayed(
             quarantine_id, outcome=result.summary, replayed_as=result.quarantine_id
         )
@@ -307,6 +332,7 @@ def build_ingest_service(
     from jobhooks.subscriptions.store import SubscriptionStore
 
     make_client = session.client if session is not None else boto3.client
+    # Matching never decrypts a secret: the subscription stores need no KMS client.
     config = Config(
         retries={"mode": "standard", "max_attempts": 3},
         connect_timeout=3,
@@ -337,9 +363,10 @@ def build_ingest_service(
         subscriptions=SubscriptionStore(
             settings.subscriptions_table,
             dynamodb,
-            None,  # matching never decrypts a secret: no KMS client needed
-            matching_cache_seconds=settings.subscriptions_cache_seconds,
+            None,
+            matching_cache_seconds=settings.subscription_cache_seconds,
         ),
+        current_subscriptions=SubscriptionStore(settings.subscriptions_table, dynamodb, None),
         deliveries=DeliveryQueue(settings.delivery_queue_url, make_client("sqs", config=config)),
         keys=keys,
         policy=settings.verification_policy(keys=()),

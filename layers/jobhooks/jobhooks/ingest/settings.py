@@ -25,7 +25,7 @@ class IngestSettings(VerificationSettings):
     )
     # Lambda's own maximum timeout: the lease is the invocation's remaining time, bounded by this.
     claim_lease_max_seconds: float = Field(900, gt=0, le=900)
-    subscriptions_cache_seconds: float = Field(30, ge=0, le=3600)
+    subscription_cache_seconds: float = Field(30, ge=0, le=3600)
     quarantine_retention_days: float = Field(30, gt=0, le=365)
 
     @field_validator("fetcher_keys_secret_arn")
