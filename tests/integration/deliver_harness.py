@@ -1,10 +1,10 @@
 """What the deliver tests share: webhook receivers on loopback and the delivery resources in moto.
 
 `Receiver` is a real HTTP server (ThreadingHTTPServer on 127.0.0.1) that answers from a script
-and records every request it gets. `DeliveryBench` holds the delivery queue and its DLQ, the
-deliveries and subscriptions tables and a KMS key in moto's server (the shapes of template.yaml
-and docs/architecture.md), a `Deliverer` wired to them with a controlled clock and jitter, and
-the local SQS event source driving it the way Lambda would.
+and records every request it gets. `DeliveryBench` takes the resources the `stack` fixture made
+from template.yaml in moto's server (delivery queue and DLQ with their redrive policy, the
+deliveries and subscriptions tables, the KMS key), wires a `Deliverer` to them with a controlled
+clock and jitter, and drives it with the local SQS event source the way Lambda would.
 
 Time is not slept: a backoff is read off the ChangeMessageVisibility calls the deliverer makes
 (`RecordingSqs`), then `fast_forward()` moves the fake clock by that much and makes the message
@@ -29,10 +29,9 @@ from jobhooks.delivery.deliver import Deliverer, make_webhook_client
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule
 from jobhooks.delivery_task import DeliveryTask, delivery_task_for
 from jobhooks.local.event_source import BatchStats, SqsEventSource
+from jobhooks.local.template import LocalResources
 from jobhooks.subscriptions.store import IssuedSecret, SubscriptionStore
 
-DELIVERIES_TABLE = "jobhooks-test-deliveries"
-SUBSCRIPTIONS_TABLE = "jobhooks-test-subscriptions"
 # Jitter factor 1 + 0.2 * (2 * 0.75 - 1) = 1.1: every delay is the schedule's, plus 10 %.
 JITTER_DRAW = 0.75
 
@@ -176,97 +175,32 @@ class RecordingSqs:
         return [int(change["VisibilityTimeout"]) for change in self.visibility_changes]
 
 
-def create_delivery_resources(dynamodb: Any, sqs: Any, kms: Any) -> dict[str, str]:
-    """The delivery queue (redrive at 12 receives), its DLQ, both tables and a KMS key."""
-    dynamodb.create_table(
-        TableName=DELIVERIES_TABLE,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": name, "AttributeType": "S"}
-            for name in ("delivery_id", "subscription_id", "created_at", "event_id")
-        ],
-        KeySchema=[{"AttributeName": "delivery_id", "KeyType": "HASH"}],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": "by_subscription",
-                "KeySchema": [
-                    {"AttributeName": "subscription_id", "KeyType": "HASH"},
-                    {"AttributeName": "created_at", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            },
-            {
-                "IndexName": "by_event",
-                "KeySchema": [
-                    {"AttributeName": "event_id", "KeyType": "HASH"},
-                    {"AttributeName": "subscription_id", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            },
-        ],
-    )
-    dynamodb.create_table(
-        TableName=SUBSCRIPTIONS_TABLE,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "subscription_id", "AttributeType": "S"},
-            {"AttributeName": "tenant_id", "AttributeType": "S"},
-        ],
-        KeySchema=[{"AttributeName": "subscription_id", "KeyType": "HASH"}],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": "by_tenant",
-                "KeySchema": [
-                    {"AttributeName": "tenant_id", "KeyType": "HASH"},
-                    {"AttributeName": "subscription_id", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        ],
-    )
-    dlq_url = sqs.create_queue(QueueName="jobhooks-test-DeliveryDeadLetterQueue")["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    queue_url = sqs.create_queue(
-        QueueName="jobhooks-test-DeliveryQueue",
-        Attributes={
-            "VisibilityTimeout": "360",
-            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 12}),
-        },
-    )["QueueUrl"]
-    key_id = kms.create_key(Description="jobhooks test subscription secrets")["KeyMetadata"][
-        "KeyId"
-    ]
-    return {
-        "JOBHOOKS_DELIVERIES_TABLE": DELIVERIES_TABLE,
-        "JOBHOOKS_SUBSCRIPTIONS_TABLE": SUBSCRIPTIONS_TABLE,
-        "JOBHOOKS_DELIVERY_QUEUE_URL": queue_url,
-        "JOBHOOKS_DELIVERY_DLQ_URL": dlq_url,
-        "JOBHOOKS_KMS_KEY_ID": key_id,
-    }
-
-
 class DeliveryBench:
     """The deliver function's world in moto, plus receivers, a fake clock and fixed jitter."""
 
-    def __init__(self, *, timeout_seconds: float = 5.0, schedule: RetrySchedule | None = None):
+    def __init__(
+        self,
+        resources: LocalResources,
+        *,
+        timeout_seconds: float = 5.0,
+        schedule: RetrySchedule | None = None,
+    ) -> None:
         self.dynamodb = boto3.client("dynamodb")
         self.raw_sqs = boto3.client("sqs")
         self.kms = boto3.client("kms")
-        self.environment = create_delivery_resources(self.dynamodb, self.raw_sqs, self.kms)
-        self.queue_url = self.environment["JOBHOOKS_DELIVERY_QUEUE_URL"]
-        self.dlq_url = self.environment["JOBHOOKS_DELIVERY_DLQ_URL"]
+        self.queue_url = resources.queue_url("DeliveryQueue")
+        self.dlq_url = resources.queue_url("DeliveryDeadLetterQueue")
+        self.deliveries_table = resources.table_name("DeliveriesTable")
         self.clock = FakeClock()
         self.sqs = RecordingSqs(self.raw_sqs)
         self.store = SubscriptionStore(
-            SUBSCRIPTIONS_TABLE,
+            resources.table_name("SubscriptionsTable"),
             self.dynamodb,
             self.kms,
-            kms_key_id=self.environment["JOBHOOKS_KMS_KEY_ID"],
+            kms_key_id=resources.refs["SubscriptionSecretsKey"],
             allow_http_urls=True,
         )
-        self.log = AttemptLog(DELIVERIES_TABLE, self.dynamodb, clock=self.clock)
+        self.log = AttemptLog(self.deliveries_table, self.dynamodb, clock=self.clock)
         self.schedule = schedule or DEFAULT_SCHEDULE
         self.deliverer = self.make_deliverer(timeout_seconds=timeout_seconds)
         self.source = SqsEventSource(
@@ -350,7 +284,7 @@ class DeliveryBench:
         item (DynamoDB itself never shows one); `attempt_count` is the last action written.
         """
         item = self.dynamodb.get_item(
-            TableName=DELIVERIES_TABLE, Key={"delivery_id": {"S": task.delivery_id}}
+            TableName=self.deliveries_table, Key={"delivery_id": {"S": task.delivery_id}}
         ).get("Item", {})
         return "attempt_count" in item
 
@@ -387,8 +321,8 @@ def payload_for(event_id: str) -> str:
 
 
 @contextlib.contextmanager
-def delivery_bench(**options: Any) -> Iterator[DeliveryBench]:
-    bench = DeliveryBench(**options)
+def delivery_bench(resources: LocalResources, **options: Any) -> Iterator[DeliveryBench]:
+    bench = DeliveryBench(resources, **options)
     try:
         yield bench
     finally:

@@ -16,7 +16,7 @@ from jobhooks.delivery.attempt_log import DeliveryStatus
 from jobhooks.delivery.deliver import DeliveryMessage, DeliveryResult, send_webhook_now
 from jobhooks.delivery.parking import ParkingSummary, ParkReason
 from jobhooks.delivery.retry_schedule import MAX_RETRY_DELAY_SECONDS
-from jobhooks.local.moto_server import MotoServer
+from jobhooks.local.template import LocalResources
 from jobhooks.subscriptions import SubscriptionNotFoundError, SubscriptionStatus
 from standardwebhooks.webhooks import Webhook
 
@@ -33,8 +33,8 @@ pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-def bench(aws: MotoServer) -> Iterator[DeliveryBench]:
-    with delivery_bench() as bench:
+def bench(stack: LocalResources) -> Iterator[DeliveryBench]:
+    with delivery_bench(stack) as bench:
         yield bench
 
 
@@ -229,8 +229,8 @@ def test_other_4xx_answers_are_retried_like_any_failure(bench: DeliveryBench) ->
 # -- hostile receivers -----------------------------------------------------------------------------
 
 
-def test_a_receiver_that_hangs_is_cut_off_at_the_timeout(aws: MotoServer) -> None:
-    with delivery_bench(timeout_seconds=1.0) as bench:
+def test_a_receiver_that_hangs_is_cut_off_at_the_timeout(stack: LocalResources) -> None:
+    with delivery_bench(stack, timeout_seconds=1.0) as bench:
         receiver = bench.receiver(Reply(hang=True))
         task = bench.task(bench.subscribe(receiver))
         bench.enqueue(task)
@@ -255,13 +255,11 @@ def test_a_receiver_streaming_a_huge_body_is_cut_off_at_the_read_cap(
     task = bench.task(bench.subscribe(receiver))
     bench.enqueue(task)
 
-    started = time.monotonic()
     bench.run_batch()
-    elapsed = time.monotonic() - started
 
-    assert elapsed < 2.0
     [attempt] = bench.record(task).attempts
-    assert attempt.status_code == 500
+    assert (attempt.status_code, attempt.error) == (500, None)
+    assert attempt.latency_ms < 4000  # ended by the read cap, not by the 5 s deadline
     assert 0 < len(attempt.response.encode()) <= 1024  # what the log keeps of a failure
     wait_until(lambda: receiver.requests[0].answered_at is not None)
     assert receiver.requests[0].bytes_sent < huge  # the bridge hung up long before the end

@@ -17,10 +17,9 @@ from jobhooks.delivery.attempt_log import (
     InvalidDeliveryPageSizeError,
 )
 from jobhooks.delivery_task import DeliveryTask, delivery_task_for
-from jobhooks.local.moto_server import MotoServer
+from jobhooks.local.template import LocalResources
 
 from tests.integration.deliver_harness import (
-    DELIVERIES_TABLE,
     DeliveryBench,
     delivery_bench,
     payload_for,
@@ -28,8 +27,8 @@ from tests.integration.deliver_harness import (
 
 
 @pytest.fixture
-def bench(aws: MotoServer) -> Iterator[DeliveryBench]:
-    with delivery_bench() as bench:
+def bench(stack: LocalResources) -> Iterator[DeliveryBench]:
+    with delivery_bench(stack) as bench:
         yield bench
 
 
@@ -58,7 +57,7 @@ def test_one_attempt_is_one_item_in_the_documented_shape(bench: DeliveryBench) -
     )
 
     item = bench.dynamodb.get_item(
-        TableName=DELIVERIES_TABLE, Key={"delivery_id": {"S": task.delivery_id}}
+        TableName=bench.deliveries_table, Key={"delivery_id": {"S": task.delivery_id}}
     )["Item"]
     assert item["status"] == {"S": "succeeded"}
     assert item["subscription_id"] == {"S": "sub_a"}

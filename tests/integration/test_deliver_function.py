@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from jobhooks.local.event_source import SqsEventSource
-from jobhooks.local.moto_server import MotoServer
+from jobhooks.local.template import LocalResources
 from jobhooks.settings import ConfigurationError
 
 from tests.integration.deliver_harness import DeliveryBench, Reply, delivery_bench
@@ -35,10 +35,9 @@ def import_app() -> ModuleType:
 
 
 @pytest.fixture
-def bench(aws: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[DeliveryBench]:
-    with delivery_bench() as bench:
-        for name, value in bench.environment.items():
-            monkeypatch.setenv(name, value)
+def bench(stack: LocalResources, monkeypatch: pytest.MonkeyPatch) -> Iterator[DeliveryBench]:
+    # The `stack` fixture has set the template's JOBHOOKS_* variables; these are the local ones.
+    with delivery_bench(stack) as bench:
         monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "jobhooks-test")
         monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "jobhooks")
         monkeypatch.setenv("JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS", "true")
