@@ -29,7 +29,6 @@ from jobhooks.management.exceptions import (
 )
 from jobhooks.management.models import (
     DEFAULT_PAGE_SIZE,
-    CreateSubscriptionRequest,
     DeadLetterListing,
     DeadLetterQueue,
     DeliveryDetail,
@@ -48,9 +47,9 @@ from jobhooks.management.models import (
     SubscriptionWithSecret,
     TestSendResult,
     UnmatchedEventPage,
-    UpdateSubscriptionRequest,
 )
 from jobhooks.management.openapi import (
+    CreateSubscriptionBody,
     CursorQuery,
     DeadLetterQueueQuery,
     DeliveryIdPath,
@@ -59,11 +58,15 @@ from jobhooks.management.openapi import (
     LimitQuery,
     PeekLimitQuery,
     QuarantineIdPath,
+    QuarantineReplayBody,
     ReasonQuery,
+    RedriveBody,
+    RotateSecretBody,
     SubscriptionIdPath,
     SubscriptionIdQuery,
     TenantQuery,
     TenantScopeQuery,
+    UpdateSubscriptionBody,
     document_metadata,
     documented,
 )
@@ -101,7 +104,7 @@ Context = Annotated[ManagementContext, Depends(management_context)]
     tags=["subscriptions"],
 )
 def handle_create_subscription(
-    body: CreateSubscriptionRequest, context: Context
+    body: CreateSubscriptionBody, context: Context
 ) -> SubscriptionWithSecret:
     created = subscriptions.create_subscription(context, body)
     logger.info(
@@ -150,7 +153,7 @@ def handle_get_subscription(
 )
 def handle_update_subscription(
     subscription_id: SubscriptionIdPath,
-    body: UpdateSubscriptionRequest,
+    body: UpdateSubscriptionBody,
     context: Context,
     tenant_id: TenantScopeQuery = None,
 ) -> SubscriptionView:
@@ -185,7 +188,7 @@ def handle_delete_subscription(
 def handle_rotate_secret(
     subscription_id: SubscriptionIdPath,
     context: Context,
-    body: RotateSecretRequest | None = None,
+    body: RotateSecretBody = None,
     tenant_id: TenantScopeQuery = None,
 ) -> SubscriptionWithSecret:
     rotated = subscriptions.rotate_secret(
@@ -347,7 +350,7 @@ def handle_get_quarantined_message(
 def handle_replay_quarantined_message(
     quarantine_id: QuarantineIdPath,
     context: Context,
-    body: QuarantineReplayRequest | None = None,
+    body: QuarantineReplayBody = None,
 ) -> QuarantineReplayResult:
     result = quarantine.replay_quarantined_message(
         context, quarantine_id, body or QuarantineReplayRequest()
@@ -386,7 +389,7 @@ def handle_list_dlq(
     responses=documented(ACCEPTED, RedriveResult, CONFLICT),
     tags=["dlq"],
 )
-def handle_redrive_dlq(context: Context, body: RedriveRequest | None = None) -> RedriveResult:
+def handle_redrive_dlq(context: Context, body: RedriveBody = None) -> RedriveResult:
     result = dlq.redrive_dlq(context, body or RedriveRequest())
     logger.info(
         "dead-letter queue redriven",

@@ -146,6 +146,7 @@ def use_context(
     resolver: FakeResolver | None = None,
     clock: FakeClock | None = None,
     webhook_client: Any = None,
+    sqs: Any = None,
     **settings: Any,
 ) -> Iterator[ManagementContext]:
     """Serve the API (in this process) from a context built for the test."""
@@ -154,6 +155,7 @@ def use_context(
         resolver=resolver or FakeResolver(),
         clock=clock or FakeClock(),
         webhook_client=webhook_client,
+        sqs=sqs,
     )
     overrides = module.app.dependency_overrides
     overrides[module.management_context] = lambda: context

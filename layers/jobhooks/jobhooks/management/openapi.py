@@ -10,8 +10,8 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Annotated, Any, Final
 
-from aws_lambda_powertools.event_handler.openapi.models import APIKey, Server
-from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler.openapi.models import APIKey, Example, Server
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel
 
 from jobhooks import __version__
@@ -23,8 +23,13 @@ from jobhooks.management.models import (
     MAX_PAGE_SIZE,
     QUARANTINE_ID_PATTERN,
     SUBSCRIPTION_ID_PATTERN,
+    CreateSubscriptionRequest,
     DeadLetterQueue,
     ErrorBody,
+    QuarantineReplayRequest,
+    RedriveRequest,
+    RotateSecretRequest,
+    UpdateSubscriptionRequest,
 )
 from jobhooks.rejection import Reason
 from jobhooks.subscriptions.model import MAX_TENANT_ID_LENGTH
@@ -87,6 +92,53 @@ CursorQuery = Annotated[
         max_length=CURSOR_MAX_LENGTH,
         description="`next_cursor` of the previous page",
     ),
+]
+
+# -- bodies (with the examples the document shows and generated tests start from) ------------
+
+CreateSubscriptionBody = Annotated[
+    CreateSubscriptionRequest,
+    Body(
+        openapi_examples={
+            "all event types": Example(
+                value={"tenant_id": "acme", "url": "https://hooks.example.com/fetcher"}
+            ),
+            "failures only": Example(
+                value={
+                    "tenant_id": "acme",
+                    "url": "https://hooks.example.com/failures",
+                    "event_types": ["job.failed"],
+                    "description": "on-call alerts",
+                }
+            ),
+        }
+    ),
+]
+UpdateSubscriptionBody = Annotated[
+    UpdateSubscriptionRequest,
+    Body(
+        openapi_examples={
+            "disable": Example(value={"status": "disabled"}),
+            "move": Example(value={"url": "https://hooks.example.com/v2/fetcher"}),
+        }
+    ),
+]
+RotateSecretBody = Annotated[
+    RotateSecretRequest | None,
+    Body(openapi_examples={"one hour of overlap": Example(value={"grace_seconds": 3600})}),
+]
+QuarantineReplayBody = Annotated[
+    QuarantineReplayRequest | None,
+    Body(
+        openapi_examples={
+            "after a key rotation": Example(value={}),
+            "older than the retention": Example(value={"allow_stale": True}),
+        }
+    ),
+]
+RedriveBody = Annotated[
+    RedriveRequest | None,
+    Body(openapi_examples={"parked deliveries": Example(value={"queue": "delivery"})}),
 ]
 
 # -- answers ---------------------------------------------------------------------------------
