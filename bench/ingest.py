@@ -1,0 +1,308 @@
+"""Events per second through the ingest handler, and the AWS requests it makes per event.
+
+    .venv/bin/python bench/ingest.py [--events 200] [--subscriptions 2] [--rounds 3]
+
+Runs `functions/ingest/app.py` unchanged against a private moto server holding template.yaml's
+tables, queues and keys secret, in Lambda-sized batches of 10 records. Every DynamoDB and SQS
+call the handler makes is counted with a botocore `before-call` hook and printed per event
+beside the target (1 claim write, 1 complete write, 1 SendMessageBatch entry per delivery).
+
+Three phases: new events (the hot path), the same events again (duplicates), and rejected
+messages (quarantine). The floor, timed in the same run against the same server, is the target
+requests made directly with boto3 and nothing else; moto's speed is not Lambda's, so the ratio
+to the floor is the figure to watch, not the absolute rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import statistics
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+from jobhooks.delivery_task import delivery_task_for
+from jobhooks.ingest import ingest_service
+from jobhooks.job_events import VerificationPolicy, read_forwarded_message
+from jobhooks.local.event_source import LambdaContext
+from jobhooks.local.moto_server import MotoServer, local_aws_environment
+from jobhooks.local.template import LocalResources, provision
+from jobhooks.outcome import webhook_payload
+from jobhooks.sample_events import demo_key, make_job_event
+from jobhooks.subscriptions.store import SubscriptionStore
+
+APP = Path(__file__).resolve().parents[1] / "functions" / "ingest" / "app.py"
+BATCH = 10
+TENANT = "acme"
+
+
+class RequestCounter:
+    """Counts the calls of the handler's clients (boto3's default session) by operation."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def before_call(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        with self._lock:
+            self.calls[model.name] += 1
+            if model.name == "SendMessageBatch":
+                entries = json.loads(params["body"]).get("Entries", [])
+                self.calls["SendMessageBatch entries"] += len(entries)
+
+    def take(self) -> Counter[str]:
+        with self._lock:
+            taken, self.calls = self.calls, Counter()
+        return taken
+
+
+def load_handler() -> Callable[[dict[str, Any], Any], Any]:
+    spec = importlib.util.spec_from_file_location("jobhooks_ingest_app", APP)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    handler: Callable[[dict[str, Any], Any], Any] = module.handler
+    return handler
+
+
+def lambda_event(bodies: Sequence[str], queue_arn: str) -> dict[str, Any]:
+    sent = str(int(time.time() * 1000))
+    return {
+        "Records": [
+            {
+                "messageId": str(uuid.uuid4()),
+                "receiptHandle": "bench",
+                "body": body,
+                "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": sent},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": "us-east-1",
+            }
+            for body in bodies
+        ]
+    }
+
+
+def context() -> LambdaContext:
+    return LambdaContext(
+        function_name="bench-ingest",
+        memory_limit_in_mb=256,
+        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:bench-ingest",
+        aws_request_id=str(uuid.uuid4()),
+        deadline=time.monotonic() + 30,
+    )
+
+
+def run_phase(
+    handler: Callable[[dict[str, Any], Any], Any],
+    bodies: Sequence[str],
+    queue_arn: str,
+    drain: Callable[[], None],
+) -> float:
+    """Seconds spent in the handler for all `bodies`, in batches of 10."""
+    spent = 0.0
+    for start in range(0, len(bodies), BATCH):
+        event = lambda_event(bodies[start : start + BATCH], queue_arn)
+        began = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):  # the EMF blob of each invocation
+            response = handler(event, context())
+        spent += time.perf_counter() - began
+        assert not response.get("batchItemFailures"), response
+        drain()  # moto slows down as a queue grows; SQS does not
+    return spent
+
+
+def floor_phase(
+    resources: LocalResources, events: int, subscriptions: int, drain: Callable[[], None]
+) -> float:
+    """The same target requests, made directly: the claim put (same condition, same item), one
+    SendMessageBatch of the real task bodies, the completing update. No verification, no
+    matching, no Powertools: what remains of the handler's time is its own overhead."""
+    session = boto3.session.Session()
+    dynamodb, sqs = session.client("dynamodb"), session.client("sqs")
+    table = resources.table_name("ClaimsTable")
+    queue = resources.queue_url("DeliveryQueue")
+    event = read_forwarded_message(
+        make_event_body(), VerificationPolicy(keys=[demo_key()]), datetime.now(UTC)
+    )
+    payload = webhook_payload(event, release="unknown")
+    tasks = [
+        delivery_task_for(
+            event_id=event.event_id,
+            tenant_id=TENANT,
+            event_type=event.event_type,
+            payload=payload,
+            subscription_id=f"sub_{n}",
+        ).to_json()
+        for n in range(subscriptions)
+    ]
+    spent = 0.0
+    for n in range(events):
+        now = time.time()
+        key = {"event_id": {"S": f"fetcher.job.completed.{uuid.uuid4()}"}}
+        began = time.perf_counter()
+        dynamodb.put_item(
+            TableName=table,
+            Item={
+                **key,
+                "state": {"S": "in_progress"},
+                "claim_token": {"S": uuid.uuid4().hex},
+                "lease_until": {"N": str(int(now * 1000) + 30_000)},
+                "tenant_id": {"S": TENANT},
+                "event_type": {"S": "job.completed"},
+                "job_id": {"S": event.job_id},
+                "claimed_at": {"S": "2026-07-13T18:04:12.000Z"},
+                "expires_at": {"N": str(int(now) + 7 * 86400)},
+            },
+            ConditionExpression=(
+                "attribute_not_exists(event_id) OR expires_at < :now "
+                "OR (#state = :in_progress AND lease_until < :now_ms)"
+            ),
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues={
+                ":now": {"N": str(int(now))},
+                ":now_ms": {"N": str(int(now * 1000))},
+                ":in_progress": {"S": "in_progress"},
+            },
+            ReturnValues="ALL_OLD",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+        for start in range(0, len(tasks), BATCH):
+            sqs.send_message_batch(
+                QueueUrl=queue,
+                Entries=[
+                    {"Id": str(i), "MessageBody": body}
+                    for i, body in enumerate(tasks[start : start + BATCH])
+                ],
+            )
+        dynamodb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET #state = :done, matched = :m, payload = :p REMOVE lease_until",
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues={
+                ":done": {"S": "done"},
+                ":m": {"N": str(subscriptions)},
+                ":p": {"S": payload},
+            },
+        )
+        spent += time.perf_counter() - began
+        if n % BATCH == BATCH - 1:
+            drain()
+    return spent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=200, help="events per phase and round")
+    parser.add_argument("--subscriptions", type=int, default=2, help="matching subscriptions")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; the median is printed")
+    args = parser.parse_args()
+
+    server = MotoServer().start()
+    try:
+        os.environ.update(local_aws_environment(server.endpoint_url))
+        os.environ.update(
+            POWERTOOLS_SERVICE_NAME="bench-ingest",
+            POWERTOOLS_METRICS_NAMESPACE="jobhooks",
+            POWERTOOLS_LOG_LEVEL="ERROR",  # per-event log lines cost CloudWatch money, not CPU here
+        )
+        resources = provision(fetcher_keys=[demo_key().hex], endpoint_url=server.endpoint_url)
+        os.environ.update(resources.environment("IngestFunction"))
+        mine = boto3.session.Session()
+        store = SubscriptionStore(
+            resources.table_name("SubscriptionsTable"),
+            mine.client("dynamodb"),
+            mine.client("kms"),
+            kms_key_id=resources.refs["SubscriptionSecretsKey"],
+        )
+        for _ in range(args.subscriptions):
+            store.create(TENANT, "https://acme.example.com/hooks")
+        sqs = mine.client("sqs")
+        delivery_queue = resources.queue_url("DeliveryQueue")
+        queue_arn = resources.arns["IngestQueue"]
+
+        def drain() -> None:
+            sqs.purge_queue(QueueUrl=delivery_queue)
+
+        counter = RequestCounter()
+        session = boto3.session.Session()
+        session.events.register("before-call", counter.before_call)
+        boto3.DEFAULT_SESSION = session  # the handler's clients come from the default session
+        ingest_service.cache_clear()
+        handler = load_handler()
+        with contextlib.redirect_stdout(io.StringIO()):  # warm up: the cold start's reads
+            handler(lambda_event([make_event_body()], queue_arn), context())
+        drain()
+        counter.take()
+
+        timings: dict[str, list[float]] = {"new": [], "duplicate": [], "rejected": [], "floor": []}
+        counts: dict[str, Counter[str]] = {}
+        for _ in range(args.rounds):
+            fresh = [make_event_body() for _ in range(args.events)]
+            rejected = ['{"format": "not-a-forwarded-message"}'] * args.events
+            for phase, bodies in (("new", fresh), ("duplicate", fresh), ("rejected", rejected)):
+                seconds = run_phase(handler, bodies, queue_arn, drain)
+                timings[phase].append(seconds / len(bodies))
+                counts[phase] = counter.take()
+            timings["floor"].append(
+                floor_phase(resources, args.events, args.subscriptions, drain) / args.events
+            )
+        report(args, timings, counts)
+    finally:
+        server.stop()
+
+
+def make_event_body() -> str:
+    return make_job_event(demo_key(), tenant_id=TENANT).forwarded().to_json()
+
+
+def report(
+    args: argparse.Namespace, timings: dict[str, list[float]], counts: dict[str, Counter[str]]
+) -> None:
+    n, subscriptions = args.events, args.subscriptions
+    floor = statistics.median(timings["floor"])
+    print(f"{n} events per phase, {subscriptions} matching subscriptions, batches of {BATCH}")
+    print(f"{'phase':<10} {'events/s':>9} {'ms/event':>9} {'vs floor':>9}")
+    for phase in ("new", "duplicate", "rejected"):
+        per_event = statistics.median(timings[phase])
+        print(
+            f"{phase:<10} {1 / per_event:>9.1f} {per_event * 1000:>9.2f} {per_event / floor:>8.1f}x"
+        )
+    print(f"{'floor':<10} {1 / floor:>9.1f} {floor * 1000:>9.2f} {'1.0x':>9}")
+    print()
+    targets = {
+        "new": {
+            "PutItem": 1,
+            "UpdateItem": 1,
+            "SendMessageBatch entries": subscriptions,
+            "SendMessageBatch": -(-subscriptions // 10),
+        },
+        "duplicate": {"PutItem": 1},
+        "rejected": {"PutItem": 1},
+    }
+    print(f"{'phase':<10} {'request':<26} {'per event':>9} {'target':>9}")
+    for phase, wanted in targets.items():
+        seen = counts[phase]
+        for name in sorted(set(wanted) | set(seen)):
+            # The subscription lookup is cached: one Query per tenant and type per 30 s.
+            target = "cached" if name == "Query" else str(wanted.get(name, 0))
+            print(f"{phase:<10} {name:<26} {seen[name] / n:>9.3f} {target:>9}")
+    print(f"(median of {args.rounds} rounds; requests per event counted in the last round)")
+
+
+if __name__ == "__main__":
+    main()
