@@ -60,7 +60,13 @@ from jobhooks.local.rabbitmq import (
     start_private_rabbitmq,
 )
 from jobhooks.local.tcp_proxy import TcpProxy
-from jobhooks.local.template import LocalFunction, LocalResources, find_template, provision
+from jobhooks.local.template import (
+    LocalFunction,
+    LocalResources,
+    find_template,
+    load_template,
+    provision,
+)
 from jobhooks.sample_events import demo_key
 
 logger = logging.getLogger(__name__)
@@ -107,6 +113,10 @@ class DevStackSettings:
     # template.yaml parameter overrides, e.g. {"RetrySchedule": "0,1,1,2,2,3,3,3"}.
     parameters: dict[str, str] = field(default_factory=dict)
     template: Path | None = None
+    # Edits the loaded template before provisioning: fault tests shorten visibility timeouts
+    # (6x a function timeout on AWS) so that a record a failed invocation left in flight comes
+    # back in seconds, not minutes.
+    template_changes: Callable[[dict[str, Any]], None] | None = None
     # An AWS emulator already running (tests share one per session); None starts moto's server.
     aws_endpoint_url: str | None = None
     # Put a TcpProxy between everything and the emulator, so tests can make AWS unreachable.
@@ -159,6 +169,7 @@ class DevStack:
         self._api_server: Any = None
         self._modules: list[ModuleType] = []
         self._template_path = Path("template.yaml")
+        self._probe: Any = None
         self._started = False
 
     # ------------------------------------------------------------------------------ lifecycle
@@ -211,6 +222,7 @@ class DevStack:
             self.moto = None
         self._restore_environment()
         self._close_log()
+        self._probe = None
         self._started = False
 
     def __enter__(self) -> DevStack:
@@ -413,8 +425,11 @@ class DevStack:
     def _provision(self) -> None:
         self._progress("creating the queues, tables, key and secret of template.yaml")
         self._template_path = find_template(self.settings.template)
+        template = load_template(self._template_path)
+        if self.settings.template_changes is not None:
+            self.settings.template_changes(template)
         self.resources = provision(
-            self._template_path,
+            template,
             parameters=self.settings.parameters,
             fetcher_keys=[self.settings.key.hex],
             endpoint_url=self.aws_endpoint_url,
@@ -466,6 +481,7 @@ class DevStack:
     # ------------------------------------------------------------------------------ 4. functions
 
     def _start_functions(self) -> None:
+        _forget_cached_clients()
         resources = self._resources
         for function in resources.functions.values():
             if function.queue is None:
@@ -537,8 +553,12 @@ class DevStack:
         `settle` seconds. Messages in a DLQ do not count: they are parked, not pending."""
         deadline = time.monotonic() + timeout
         quiet_since: float | None = None
+        pending: int | str = "?"
         while True:
-            pending = self.pending_messages()
+            try:
+                pending = self.pending_messages()
+            except Exception as error:  # an AWS outage a test made: not idle, keep waiting
+                pending = f"unknown ({type(error).__name__})"
             now = time.monotonic()
             if pending == 0:
                 quiet_since = quiet_since or now
@@ -547,26 +567,36 @@ class DevStack:
             else:
                 quiet_since = None
             if now >= deadline:
-                raise TimeoutError(f"{pending} messages still pending after {timeout} s")
+                raise TimeoutError(f"messages still pending after {timeout} s: {pending}")
             time.sleep(0.2)
 
     def pending_messages(self) -> int:
         """Visible + in flight + delayed messages of every queue a function consumes."""
-        import boto3
+        return sum(self.queue_depth(source.queue_url) for source in self.event_sources.values())
 
-        sqs = boto3.client("sqs", endpoint_url=self.aws_endpoint_url, region_name=LOCAL_REGION)
-        total = 0
-        for source in self.event_sources.values():
-            attributes = sqs.get_queue_attributes(
-                QueueUrl=source.queue_url,
-                AttributeNames=[
-                    "ApproximateNumberOfMessages",
-                    "ApproximateNumberOfMessagesNotVisible",
-                    "ApproximateNumberOfMessagesDelayed",
-                ],
-            )["Attributes"]
-            total += sum(int(value) for value in attributes.values())
-        return total
+    def queue_depth(self, queue_url: str) -> int:
+        """Visible + in flight + delayed messages of one queue."""
+        if self._probe is None:
+            import boto3
+            from botocore.config import Config
+
+            # A session of its own: benches count the calls made on boto3's default session,
+            # which the functions use, and these are not the bridge's.
+            self._probe = boto3.session.Session().client(
+                "sqs",
+                endpoint_url=self.aws_endpoint_url,
+                region_name=LOCAL_REGION,
+                config=Config(retries={"mode": "standard", "max_attempts": 1}, connect_timeout=2),
+            )
+        attributes = self._probe.get_queue_attributes(
+            QueueUrl=queue_url,
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
+        )["Attributes"]
+        return sum(int(value) for value in attributes.values())
 
     # ------------------------------------------------------------------------------ 5. API
 
@@ -682,6 +712,17 @@ class DevStack:
     def _progress(self, message: str) -> None:
         if self.settings.on_progress is not None:
             self.settings.on_progress(message)
+
+
+def _forget_cached_clients() -> None:
+    """Per-process caches hold boto3 clients bound to the endpoint they were made for: a stack
+    started after another one in this process (tests) must not reuse them."""
+    from jobhooks.ingest.service import ingest_service
+    from jobhooks.management.context import get_management_context
+    from jobhooks.subscriptions.store import get_subscription_store
+
+    for cached in (ingest_service, get_management_context, get_subscription_store):
+        cached.cache_clear()
 
 
 class _MinimumLevel(logging.Filter):

@@ -1,0 +1,85 @@
+"""One bridge for the whole end-to-end package: started once, shared, stopped at the end.
+
+Starting RabbitMQ and the stack takes 10-20 s on two cores, so every e2e test uses the same
+bridge and keeps to tenants of its own (`unique_tenant`). Its moto server, broker, shovel process
+and pollers are private to this package: no other test suite's fixture resets or reads them.
+
+Two settings differ from a deployment, both to keep the suite fast and both visible here:
+- the retry schedule is 0,1,1,2,2,3,3,3 s (8 attempts in about 15 s instead of about 27 h);
+- visibility timeouts are 12-16 s and function timeouts 6-10 s (instead of 180/360 and 30/60),
+  so a record that a failed invocation left in flight comes back within seconds.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jobhooks.local.demo_receiver import DemoReceiver
+from jobhooks.local.dev_stack import DevStack, DevStackSettings
+from jobhooks.local.rabbitmq import (
+    INSTALL_COMMAND,
+    RabbitMQBroker,
+    rabbitmq_script,
+    start_private_rabbitmq,
+)
+
+from tests.e2e.harness import Bridge
+
+RETRY_SCHEDULE = "0,1,1,2,2,3,3,3"
+
+
+def shorten_timeouts(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    resources["IngestQueue"]["Properties"]["VisibilityTimeout"] = 12
+    resources["DeliveryQueue"]["Properties"]["VisibilityTimeout"] = 16
+    resources["IngestFunction"]["Properties"]["Timeout"] = 6
+    # Deliver starts an attempt only with the POST timeout (2 s here) + 5 s left.
+    resources["DeliverFunction"]["Properties"]["Timeout"] = 10
+
+
+@pytest.fixture(scope="package")
+def e2e_broker() -> Iterator[RabbitMQBroker]:
+    if rabbitmq_script("rabbitmq-server") is None:
+        pytest.skip(f"rabbitmq-server is not installed: {INSTALL_COMMAND}")
+    broker = start_private_rabbitmq(timeout=120)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="package")
+def bridge(
+    e2e_broker: RabbitMQBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Bridge]:
+    log_path = tmp_path_factory.mktemp("e2e") / "bridge.log"
+    stack = DevStack(
+        DevStackSettings(
+            broker=e2e_broker,
+            aws_outage_proxy=True,
+            shovel="process",
+            parameters={"RetrySchedule": RETRY_SCHEDULE},
+            template_changes=shorten_timeouts,
+            environment={"JOBHOOKS_DELIVERY_TIMEOUT_SECONDS": "2"},
+            log_path=log_path,
+        )
+    )
+    receiver = DemoReceiver().start()
+    try:
+        stack.start()
+        yield Bridge(stack, receiver)
+    finally:
+        receiver.stop()
+        stack.stop()
+        _keep_log_of_failed_run(log_path)
+
+
+def _keep_log_of_failed_run(log_path: Path) -> None:
+    # pytest removes old temporary directories; a copy beside the checkout outlives them.
+    keep = Path(".pytest_cache") / "e2e-bridge.log"
+    if log_path.exists() and keep.parent.is_dir():
+        shutil.copyfile(log_path, keep)
