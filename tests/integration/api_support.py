@@ -279,3 +279,48 @@ class Bridge:
             queue_url, handler, sqs_client=self.sqs, function_name=f"jobhooks-test-{name}"
         )
         return source.run_until_idle(max_seconds=30)
+
+
+# -- the CLI -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CliRun:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_cli(capsys: Any, *argv: str) -> CliRun:
+    """`jobhooks ARGV...` in this process; argparse's usage errors exit 2 as they would."""
+    from jobhooks.cli.main import main
+
+    capsys.readouterr()
+    try:
+        code = main(list(argv))
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    out, err = capsys.readouterr()
+    return CliRun(code, out, err)
+
+
+@contextlib.contextmanager
+def local_api(monkeypatch: Any, **context: Any) -> Iterator[Any]:
+    """The API served by `jobhooks.local.api_server` from a test context; the CLI pointed at it
+    the way `jobhooks dev` tells users to (JOBHOOKS_API_URL, JOBHOOKS_API_AUTH=none)."""
+    from jobhooks.local.api_server import serve_api
+
+    module = load_api_module()
+    # EMF blobs go to stdout at each invocation; the CLI's own output is what tests read.
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    with use_context(module, **context):
+        server = serve_api()
+        monkeypatch.setenv("JOBHOOKS_API_URL", server.url)
+        monkeypatch.setenv("JOBHOOKS_API_AUTH", "none")
+        try:
+            yield server
+        finally:
+            server.shutdown()

@@ -21,6 +21,10 @@ COMMAND_MODULES = (
     "jobhooks.cli.shovel",
     "jobhooks.cli.dev",
     "jobhooks.cli.publish_sample",
+    "jobhooks.cli.webhooks",
+    "jobhooks.cli.deliveries",
+    "jobhooks.cli.quarantine",
+    "jobhooks.cli.dlq",
 )
 
 
