@@ -16,6 +16,7 @@ from jobhooks.delivery.attempt_log import DeliveryStatus
 from jobhooks.delivery.deliver import DeliveryMessage, DeliveryResult, send_webhook_now
 from jobhooks.delivery.parking import ParkingSummary, ParkReason
 from jobhooks.delivery.retry_schedule import MAX_RETRY_DELAY_SECONDS
+from jobhooks.delivery_task import DeliveryTask
 from jobhooks.local.template import LocalResources
 from jobhooks.subscriptions import SubscriptionNotFoundError, SubscriptionStatus
 from standardwebhooks.webhooks import Webhook
@@ -36,6 +37,12 @@ pytestmark = pytest.mark.timeout(60)
 def bench(stack: LocalResources) -> Iterator[DeliveryBench]:
     with delivery_bench(stack) as bench:
         yield bench
+
+
+def message_for(
+    task: DeliveryTask, message_id: str = "m-1", receive_count: int = 1
+) -> DeliveryMessage:
+    return DeliveryMessage(message_id, "", task.to_json(), receive_count)
 
 
 # -- what the receiver gets ----------------------------------------------------------------------
@@ -196,6 +203,26 @@ def test_410_gone_disables_the_subscription_and_stops_retrying(bench: DeliveryBe
     assert ParkingSummary.from_message_attributes(parked["MessageAttributes"]) == ParkingSummary(
         ParkReason.SUBSCRIPTION_DISABLED, 0, None
     )
+
+
+def test_a_410_for_a_subscription_deleted_meanwhile_still_ends_the_delivery(
+    bench: DeliveryBench,
+) -> None:
+    receiver = bench.receiver(Reply(200), Reply(410))
+    issued = bench.subscribe(receiver)
+    deliverer = bench.make_deliverer(subscription_cache_seconds=60)
+    try:
+        first = bench.task(issued)
+        assert deliverer.deliver_task(message_for(first)).result is DeliveryResult.SUCCEEDED
+        bench.store.delete(issued.subscription.subscription_id)  # the cached copy lives on
+        second = bench.task(issued, event_id="fetcher.job.completed.j-2")
+
+        outcome = deliverer.deliver_task(message_for(second))
+    finally:
+        deliverer.close()
+
+    assert (outcome.result, outcome.acked) == (DeliveryResult.GONE, True)
+    assert bench.record(second).status is DeliveryStatus.GONE
 
 
 def test_a_302_is_a_failure_and_is_not_followed(bench: DeliveryBench) -> None:

@@ -23,6 +23,8 @@ from tests.integration.deliver_harness import DeliveryBench, Reply, delivery_ben
 
 APP = Path(__file__).resolve().parents[2] / "functions" / "deliver" / "app.py"
 
+SERVICE = f"jobhooks-deliver-test-{uuid.uuid4().hex[:8]}"
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -38,7 +40,9 @@ def import_app() -> ModuleType:
 def bench(stack: LocalResources, monkeypatch: pytest.MonkeyPatch) -> Iterator[DeliveryBench]:
     # The `stack` fixture has set the template's JOBHOOKS_* variables; these are the local ones.
     with delivery_bench(stack) as bench:
-        monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "jobhooks-test")
+        # Powertools keeps one logger per service name, its handler bound to the stdout of the
+        # test that made it: a fresh name keeps this test's output in this test's capture.
+        monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", SERVICE)
         monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "jobhooks")
         monkeypatch.setenv("JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS", "true")
         monkeypatch.setenv("JOBHOOKS_DELIVERY_TIMEOUT_SECONDS", "2")
@@ -87,7 +91,7 @@ def test_the_handler_delivers_a_batch_and_emits_delivery_metrics(
     blobs = emf_blobs(output)
     [batch] = [blob for blob in blobs if "DeliveryAttempts" in blob]
     assert batch["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "jobhooks"
-    assert batch["service"] == "jobhooks-test"
+    assert batch["service"] == SERVICE
     assert total(batch["DeliveryAttempts"]) == 2
     assert total(batch["DeliverySucceeded"]) == 1
     assert total(batch["DeliveryFailed"]) == 1

@@ -25,6 +25,7 @@ but its own record.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import secrets as token_source
@@ -389,11 +390,13 @@ class Deliverer:
             return DeliveryOutcome(DeliveryResult.SUCCEEDED, task.delivery_id, attempt)
 
         if failure is FailureClass.HTTP_410:
-            self._subscriptions.disable(
-                task.subscription_id,
-                f"the endpoint answered 410 Gone to delivery {task.delivery_id} "
-                f"at {attempt.at.isoformat()}",
-            )
+            # Deleted meanwhile: nothing left to disable, the delivery is gone all the same.
+            with contextlib.suppress(SubscriptionNotFoundError):
+                self._subscriptions.disable(
+                    task.subscription_id,
+                    f"the endpoint answered 410 Gone to delivery {task.delivery_id} "
+                    f"at {attempt.at.isoformat()}",
+                )
             self._cache.forget(task.subscription_id)
             _log.warning("receiver answered 410 Gone; subscription disabled", extra=_fields(task))
             self._log.record_attempt(
