@@ -27,7 +27,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
-from jobhooks.ingest import ClaimStore, ingest_service
+from jobhooks.ingest import ClaimStore, IngestSettings, ingest_service
 from jobhooks.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.keys import HmacKey
 from jobhooks.local.event_source import BatchStats, SqsEventSource
@@ -280,22 +280,31 @@ def open_bridge(
 
 def _empty(stack: LocalResources, session: boto3.session.Session) -> None:
     sqs, dynamodb = session.client("sqs"), session.client("dynamodb")
+    resources = load_template()["Resources"]
     for logical_id, resource_type in stack.types.items():
         if resource_type == "AWS::SQS::Queue":
             sqs.purge_queue(QueueUrl=stack.refs[logical_id])
         elif resource_type == "AWS::DynamoDB::Table":
             table = stack.refs[logical_id]
-            schema = dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]
-            names = [key["AttributeName"] for key in schema]
+            schema = resources[logical_id]["Properties"]["KeySchema"]
+            names = ", ".join(key["AttributeName"] for key in schema)
             for page in dynamodb.get_paginator("scan").paginate(
-                TableName=table, ProjectionExpression=", ".join(names)
+                TableName=table, ProjectionExpression=names
             ):
-                for item in page["Items"]:
-                    dynamodb.delete_item(TableName=table, Key=item)
-    queue = load_template()["Resources"]["IngestQueue"]["Properties"]
+                for start in range(0, len(page["Items"]), 25):
+                    dynamodb.batch_write_item(
+                        RequestItems={
+                            table: [
+                                {"DeleteRequest": {"Key": key}}
+                                for key in page["Items"][start : start + 25]
+                            ]
+                        }
+                    )
     sqs.set_queue_attributes(
         QueueUrl=stack.queue_url("IngestQueue"),
-        Attributes={"VisibilityTimeout": str(queue["VisibilityTimeout"])},
+        Attributes={
+            "VisibilityTimeout": str(resources["IngestQueue"]["Properties"]["VisibilityTimeout"])
+        },
     )
     session.client("secretsmanager").put_secret_value(
         SecretId=stack.refs["FetcherKeysSecret"], SecretString=demo_key().hex
@@ -375,7 +384,8 @@ def test_the_payload_is_the_outcome_webhook_body(bridge: Bridge) -> None:
     job_event = read_forwarded_message(
         event.forwarded().to_json(), VerificationPolicy(keys=[demo_key()]), datetime.now(UTC)
     )
-    assert task.payload == webhook_payload(job_event, release="unknown")
+    release = IngestSettings.from_env().producer_release  # template.yaml's ProducerRelease
+    assert task.payload == webhook_payload(job_event, release=release)
 
 
 def test_more_than_ten_subscriptions_are_sent_in_batches_of_ten(bridge: Bridge) -> None:
