@@ -39,7 +39,7 @@ def test_settings_have_the_documented_defaults() -> None:
 
     assert settings.dedup_retention_seconds == 7 * 86400
     assert settings.quarantine_retention_seconds == 30 * 86400
-    assert settings.claim_lease_max_seconds == 900
+    assert settings.claim_lease_max_seconds == 120
     assert settings.subscription_cache_seconds == 30
     assert settings.verification_policy(keys=()).max_age_seconds == 7 * 86400
 

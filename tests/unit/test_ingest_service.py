@@ -379,3 +379,18 @@ def test_a_signature_mismatch_re_reads_the_keys_once_before_quarantining(
     assert keys.refreshes == 1
     unknown = make_job_event(HmacKey(bytes(32)), tenant_id="acme", timestamp=T)
     assert world.service.ingest_record(message(unknown)).reason is Reason.SIGNATURE_MISMATCH
+
+
+def test_a_duplicate_claimed_by_another_tenant_is_logged_as_an_error(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    world.subscriptions.subscriptions.append(subscription("globex"))
+    world.service.ingest_record(message(signed(job_id="same-job", tenant_id="acme")))
+
+    with caplog.at_level("INFO", logger="jobhooks.ingest"):
+        result = world.service.ingest_record(message(signed(job_id="same-job", tenant_id="globex")))
+
+    assert result.outcome is IngestOutcome.DUPLICATE
+    (error,) = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert (error.tenant_id, error.ingested_for_tenant) == ("globex", "acme")  # type: ignore[attr-defined]
+    assert [task.tenant_id for task in world.deliveries.sent] == ["acme"]

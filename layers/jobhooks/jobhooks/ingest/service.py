@@ -38,6 +38,7 @@ from jobhooks.ingest.claims import (
 from jobhooks.ingest.exceptions import (
     ClaimInProgressError,
     ClaimLostError,
+    EventNotFoundError,
     QuarantinedMessageIncompleteError,
 )
 from jobhooks.ingest.fan_out import DeliveryQueue, delivery_tasks_for
@@ -52,7 +53,7 @@ from jobhooks.keys import parse_key_list
 from jobhooks.outcome import webhook_payload
 from jobhooks.rejection import Reason, RejectedMessageError
 
-DEFAULT_MAX_LEASE_MS: Final = 900_000
+DEFAULT_MAX_LEASE_MS: Final = 120_000
 
 
 class IngestOutcome(StrEnum):
@@ -188,7 +189,7 @@ class IngestService:
             self.telemetry.claim_busy(event.event_id)
             raise
         if isinstance(attempt, Duplicate):
-            self.telemetry.duplicate(attempt.existing)
+            self.telemetry.duplicate(attempt.existing, tenant_id=event.tenant_id)
             return IngestResult(IngestOutcome.DUPLICATE, event_id=event.event_id)
         claim = attempt
         if claim.took_over is not None:
@@ -238,6 +239,8 @@ class IngestService:
         `EventInProgressError`.
         """
         record = self.claims.get_done(event_id)
+        if record.payload is None:  # not written by this code: nothing to re-send
+            raise EventNotFoundError(event_id)
         tasks = delivery_tasks_for(
             event_id=record.event_id,
             tenant_id=record.tenant_id,
@@ -253,13 +256,20 @@ class IngestService:
             record.event_id, len(tasks), tuple(task.subscription_id for task in tasks)
         )
 
-    def reingest(self, quarantine_id: str, *, allow_stale: bool = False) -> IngestResult:
+    def reingest(
+        self,
+        quarantine_id: str,
+        *,
+        allow_stale: bool = False,
+        remaining_ms: int | None = None,
+    ) -> IngestResult:
         """Replay a quarantined message through `ingest_record`, as if it arrived now.
 
         The receipt clock is now, not the original SentTimestamp: judged against its first
         receipt, a message could pass freshness after the claim of an earlier copy expired and
         be delivered twice. A replay rejected again gets a new quarantine record
-        (`replayed_as`); the original is marked replayed either way.
+        (`replayed_as`); the original is marked replayed either way. `remaining_ms` is the
+        caller's remaining time (the claim's lease), as for `ingest_record`.
         """
         quarantined = self.quarantine.get(quarantine_id)
         if quarantined.message_truncated:
@@ -272,7 +282,7 @@ class IngestService:
         )
         result = self._ingest(
             message,
-            remaining_ms=None,
+            remaining_ms=remaining_ms,
             allow_stale=allow_stale,
             subscriptions=self.current_subscriptions,
         )

@@ -23,8 +23,10 @@ class IngestSettings(VerificationSettings):
         validate_default=True,
         description="Secrets Manager secret holding the keys; wins over fetcher_hmac_keys",
     )
-    # Lambda's own maximum timeout: the lease is the invocation's remaining time, bounded by this.
-    claim_lease_max_seconds: float = Field(900, gt=0, le=900)
+    # The lease is the invocation's remaining time, bounded by this. Below the ingest queue's
+    # visibility timeout (180 s), a dead owner's claim is free before SQS shows the record again;
+    # it also bounds a replay from the management API, which has no invocation deadline of ours.
+    claim_lease_max_seconds: float = Field(120, gt=0, le=900)
     subscription_cache_seconds: float = Field(30, ge=0, le=3600)
     quarantine_retention_days: float = Field(30, gt=0, le=365)
 

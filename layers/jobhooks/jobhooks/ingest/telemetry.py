@@ -54,7 +54,17 @@ class IngestTelemetry:
             },
         )
 
-    def duplicate(self, existing: EventRecord) -> None:
+    def duplicate(self, existing: EventRecord, *, tenant_id: str) -> None:
+        if existing.tenant_id and existing.tenant_id != tenant_id:
+            # Event ids carry no tenant: two tenants' jobs with one job id would collide here.
+            self.logger.error(
+                "a ce-id already ingested for another tenant was acknowledged as a duplicate",
+                extra={
+                    "event_id": existing.event_id,
+                    "tenant_id": tenant_id,
+                    "ingested_for_tenant": existing.tenant_id,
+                },
+            )
         self.logger.info(
             "duplicate of an ingested event acknowledged",
             extra={"event_id": existing.event_id, "done_at": str(existing.done_at)},
@@ -128,8 +138,8 @@ class PowertoolsTelemetry(IngestTelemetry):
         ) as metric:
             metric.add_dimension(name="reason", value=quarantined.reason.value)
 
-    def duplicate(self, existing: EventRecord) -> None:
-        super().duplicate(existing)
+    def duplicate(self, existing: EventRecord, *, tenant_id: str) -> None:
+        super().duplicate(existing, tenant_id=tenant_id)
         self._count(DUPLICATES)
 
     def accepted(self, record: EventRecord) -> None:
