@@ -88,7 +88,8 @@ class SamplePublication:
     """One message to publish and what the bridge must do with it."""
 
     event: SampleEvent
-    vhost: str
+    # The tenant's own vhost (multi-tenant producers), or None: the publisher URL's vhost.
+    vhost: str | None
     # The event it is (the `ce-id` of the original, also for a tampered copy of it).
     event_id: str
     tenant_id: str
@@ -132,7 +133,7 @@ def sample_traffic(
 
     Events are made as they are asked for, so a slow, rate-limited run still carries fresh
     timestamps. `vhost_per_tenant` puts each tenant's messages in a vhost of its name, as a
-    multi-tenant producer does; otherwise everything goes to "/".
+    multi-tenant producer does; otherwise everything goes to the publisher URL's vhost.
     """
     if count < 0:
         raise ValueError("count must not be negative")
@@ -167,7 +168,7 @@ def _original(
     )
     return SamplePublication(
         event=event,
-        vhost=tenant if vhost_per_tenant else "/",
+        vhost=tenant if vhost_per_tenant else None,
         event_id=_text(event.headers["ce-id"]),
         tenant_id=tenant,
         event_type=f"job.{status}",

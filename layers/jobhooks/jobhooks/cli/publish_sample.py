@@ -178,9 +178,10 @@ def _print(publication: Any, output: str) -> None:
     verdict = (
         "valid" if publication.valid else f"must be rejected: {described['expected_rejection']}"
     )
+    vhost = f" vhost={described['vhost']}" if described["vhost"] else ""
     print(
-        f"{described['routing_key']:<14} tenant={described['tenant_id']} "
-        f"vhost={described['vhost']} {described['kind']:<20} {described['event_id']} ({verdict})",
+        f"{described['routing_key']:<14} {described['kind']:<20} {described['event_id']} "
+        f"tenant={described['tenant_id']}{vhost} ({verdict})",
         flush=True,
     )
 
