@@ -353,7 +353,10 @@ def handle_replay_quarantined_message(
     body: QuarantineReplayBody = None,
 ) -> QuarantineReplayResult:
     result = quarantine.replay_quarantined_message(
-        context, quarantine_id, body or QuarantineReplayRequest()
+        context,
+        quarantine_id,
+        body or QuarantineReplayRequest(),
+        remaining_ms=app.lambda_context.get_remaining_time_in_millis(),
     )
     logger.info(
         "quarantined message replayed",

@@ -107,7 +107,8 @@ def run_show(args: argparse.Namespace) -> int:
 def run_replay(args: argparse.Namespace) -> int:
     client = ApiClient.from_args(args)
     if args.event:
-        path = f"/v1/events/{quote(args.event, safe='')}/replay"
+        # A ce-id's characters are all legal in a path segment; anything else is encoded.
+        path = f"/v1/events/{quote(args.event, safe=':@+=~')}/replay"
     else:
         path = f"/v1/deliveries/{quote(args.delivery_id, safe='')}/replay"
     print_json(client.post(path, tenant_id=args.tenant))

@@ -43,11 +43,18 @@ def get_quarantined_message(
 
 
 def replay_quarantined_message(
-    context: ManagementContext, quarantine_id: str, request: QuarantineReplayRequest
+    context: ManagementContext,
+    quarantine_id: str,
+    request: QuarantineReplayRequest,
+    *,
+    remaining_ms: int | None = None,
 ) -> QuarantineReplayResult:
+    """`remaining_ms`: the caller's time left, which bounds the event's claim like ingest's."""
     # Read first: an unknown id is a 404 even when the ingest settings are incomplete.
     context.quarantine.get(quarantine_id)
-    result = context.ingest.reingest(quarantine_id, allow_stale=request.allow_stale)
+    result = context.ingest.reingest(
+        quarantine_id, allow_stale=request.allow_stale, remaining_ms=remaining_ms
+    )
     detail = None
     if result.quarantine_id is not None:
         detail = context.quarantine.get(result.quarantine_id).detail
