@@ -692,17 +692,34 @@ def test_quarantine_write_failure_fails_the_record_and_never_acks_it(bridge: Bri
     assert [item["reason"] for item in bridge.quarantined()] == ["malformed_envelope"]
 
 
-def test_unreadable_fetcher_keys_fail_records_instead_of_quarantining(bridge: Bridge) -> None:
+@pytest.mark.filterwarnings("ignore:No application metrics")
+def test_unreadable_fetcher_keys_fail_the_invocation_instead_of_quarantining(
+    bridge: Bridge,
+) -> None:
     boto3.session.Session().client("secretsmanager").put_secret_value(
         SecretId=bridge.stack.refs["FetcherKeysSecret"],
         SecretString="REPLACE_ME_WITH_jobhooks_keys_derive_OUTPUT",
     )
+    bridge.send(event_for(), event_for())
+
+    stats = bridge.poller().run_once()
+
+    # The whole batch fails (Lambda's Errors metric), nothing is quarantined as a bad signature.
+    assert (stats.failed, stats.failed_batches) == (2, 1)
+    assert stats.error is not None and "fetcher_keys_unavailable" in stats.error
+    assert bridge.quarantined() == []
+
+
+@pytest.mark.filterwarnings("ignore:No application metrics")
+def test_a_missing_setting_fails_the_invocation_naming_the_variable(bridge: Bridge) -> None:
+    bridge.monkeypatch.delenv("JOBHOOKS_CLAIMS_TABLE")
+    ingest_service.cache_clear()
     bridge.send(event_for())
 
     stats = bridge.poller().run_once()
 
-    assert stats.failed == 1
-    assert bridge.quarantined() == []
+    assert stats.failed_batches == 1
+    assert stats.error is not None and "JOBHOOKS_CLAIMS_TABLE" in stats.error
 
 
 # -------------------------------------------------------------------------- rejections

@@ -220,6 +220,10 @@ class IngestService:
             IngestOutcome.ACCEPTED, event_id=event.event_id, deliveries=record.matched or 0
         )
 
+    def check_keys(self) -> None:
+        """Raise `FetcherKeysUnavailableError` now, once per invocation, not once per record."""
+        self.keys.keys()
+
     # -- management: read, re-fan-out, replay ----------------------------------------------
 
     def get_event(self, event_id: str) -> EventRecord | None:
