@@ -1,5 +1,12 @@
 """Shared fixtures. Each real component has its own plugin module under tests/fixtures/."""
 
+from hypothesis import settings
+
+# Property tests assert behaviour, not speed: on a loaded 2-core CI machine a single example can
+# exceed hypothesis's default 200 ms deadline, which would turn load into a test failure.
+settings.register_profile("jobhooks", deadline=None, print_blob=True)
+settings.load_profile("jobhooks")
+
 pytest_plugins = [
     "tests.fixtures.aws",
     "tests.fixtures.stack",
