@@ -136,6 +136,8 @@ class DevStackSettings:
     environment: dict[str, str] = field(default_factory=dict)
     on_activity: Callable[[Activity], None] | None = None
     on_invocation: Callable[[Invocation], None] | None = None
+    # Called with the in-process shovel's SQS client (benches count its requests).
+    on_shovel_client: Callable[[Any], None] | None = None
     on_progress: Callable[[str], None] | None = None
 
 
@@ -318,19 +320,22 @@ class DevStack:
         if mode == "thread":
             from jobhooks.shovel import Shovel
             from jobhooks.shovel.settings import ShovelSettings
+            from jobhooks.shovel.sqs_sender import create_sqs_client
 
-            self._shovel = Shovel(
-                ShovelSettings.model_validate(
-                    {
-                        "amqp_url": self.amqp_url,
-                        "queue_url": self.queue_url("IngestQueue"),
-                        "region": LOCAL_REGION,
-                        "sqs_endpoint_url": self.aws_endpoint_url,
-                        "health_port": None,
-                        "log_level": self.settings.log_level,
-                    }
-                )
-            ).start()
+            shovel_settings = ShovelSettings.model_validate(
+                {
+                    "amqp_url": self.amqp_url,
+                    "queue_url": self.queue_url("IngestQueue"),
+                    "region": LOCAL_REGION,
+                    "sqs_endpoint_url": self.aws_endpoint_url,
+                    "health_port": None,
+                    "log_level": self.settings.log_level,
+                }
+            )
+            client = create_sqs_client(shovel_settings)
+            if self.settings.on_shovel_client is not None:
+                self.settings.on_shovel_client(client)
+            self._shovel = Shovel(shovel_settings, sqs_client=client).start()
             if not self._shovel.wait_until_consuming(timeout=60):
                 failure = self._shovel.failure or "it did not consume within 60 s"
                 raise DevStackError(f"the shovel could not start: {failure}")

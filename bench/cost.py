@@ -1,0 +1,615 @@
+"""What a million events cost on AWS, from the requests the local stack really makes.
+
+    .venv/bin/python bench/cost.py [--events 300] [--subscriptions 2] [--copies 0]
+
+Runs the whole bridge (`jobhooks.local.dev_stack`: RabbitMQ, the shovel, moto with template.yaml's
+resources, the ingest and deliver handlers under the SQS event-source poller) and publishes N
+signed events for one tenant with S subscriptions. botocore `before-call`/`after-call` hooks on
+boto3's default session (the handlers' and the pollers' clients) and on the shovel's client
+count every AWS request by service and operation, with its request and response sizes. From
+that it derives, per event:
+
+- SQS requests in billed 64 KiB units (shovel sends, event-source receives and deletes, the
+  delivery tasks ingest sends); empty receives are idle polling, reported apart;
+- Lambda invocations and GB-s from the measured handler durations and the template's memory;
+- DynamoDB write and read request units from item sizes (the final size of every item
+  written, each index projecting it charged too) and from returned items;
+- KMS and Secrets Manager requests;
+- CloudWatch Logs bytes the functions wrote (JSON logs + EMF lines) plus Lambda's own
+  START/END/REPORT lines; data out to receivers (the POSTs as received, plus TLS overhead).
+
+then prices them per million events with the table `PRICES` (us-east-1, each with its source)
+and sets them beside EventBridge API destinations and hosted webhook services. moto answers
+more slowly than AWS, so the Lambda duration line is an upper bound; every other line counts
+requests and bytes, which do not depend on the emulator's speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import boto3
+from jobhooks.local.demo_receiver import DemoReceiver
+from jobhooks.local.dev_stack import DevStack, DevStackSettings, Invocation
+from jobhooks.local.moto_server import LOCAL_REGION
+from jobhooks.publisher import Copy, SamplePublisher, sample_traffic
+from jobhooks.sample_events import demo_key
+from jobhooks.webhook_signature import webhook_id_for
+
+TENANT: Final = "acme"
+MILLION: Final = 1_000_000
+SQS_CHUNK: Final = 64 * 1024
+# Lambda writes START, END and REPORT lines for every invocation (about 90 + 60 + 250 bytes
+# with request ids, durations and memory figures); they are ingested like any other line.
+LAMBDA_PLATFORM_LOG_BYTES: Final = 400
+# Client-to-server bytes of a fresh TLS 1.3 connection (ClientHello, key share, Finished) and
+# TCP/IP headers; the deliver function opens one per POST. An estimate, not a measurement.
+TLS_OVERHEAD_BYTES: Final = 1_000
+# What an in-region DynamoDB or SQS call takes from Lambda, for the duration sensitivity line.
+IN_REGION_CALL_SECONDS: Final = 0.008
+# DynamoDB counts about 100 bytes of index overhead per item in a GSI.
+GSI_ITEM_OVERHEAD: Final = 100
+
+
+@dataclass(frozen=True)
+class Price:
+    usd: float
+    per: str
+    source: str
+
+
+# us-east-1 list prices, from /work/shared/notes/aws-facts.md section 5 (stored copies of
+# third-party pages and AWS whitepapers, 2025-2026), except where the source says otherwise.
+# Re-check every one against aws.amazon.com/<service>/pricing before quoting a figure.
+PRICES: Final = {
+    "lambda_request": Price(0.20 / MILLION, "request", "Lambda pricing (x86 and arm64)"),
+    "lambda_gb_s": Price(0.0000133334, "GB-s", "Lambda pricing, arm64 (template: arm64)"),
+    "sqs_request": Price(0.40 / MILLION, "64 KiB request", "SQS standard, first 100 B/month"),
+    "dynamodb_wru": Price(0.625 / MILLION, "WRU", "DynamoDB on-demand, after Nov-2024 cut"),
+    "dynamodb_rru": Price(0.125 / MILLION, "RRU", "DynamoDB on-demand, after Nov-2024 cut"),
+    "kms_request": Price(0.03 / 10_000, "request", "KMS, commonly cited; not in aws-facts: verify"),
+    "secrets_request": Price(0.05 / 10_000, "API call", "Secrets Manager"),
+    "api_gateway_request": Price(1.00 / MILLION, "request", "API Gateway HTTP API, first 300 M"),
+    "logs_gb": Price(0.50, "GB ingested", "CloudWatch Logs standard ingestion"),
+    "egress_gb": Price(0.09, "GB out", "Data transfer out to the internet, first 10 TB"),
+    "eventbridge_event": Price(1.00 / MILLION, "event", "EventBridge custom events (64 KB)"),
+    "api_destination": Price(0.20 / MILLION, "delivery", "EventBridge API destinations"),
+}
+
+# Hosted webhook services, list prices as a third-party comparison reported them (dev.to,
+# "Why We Built EmitHQ: The $49-$490 Webhook Pricing Gap", 2025/2026), not the vendors' own
+# pages: re-check at svix.com/pricing, hookdeck.com/pricing and getconvoy.io/pricing.
+HOSTED_SERVICES: Final = (
+    ("Svix", 490.0, "first paid plan $490/month (free tier: 50,000 messages/month)"),
+    ("Hookdeck", 499.0, "Growth $499/month (Team $39/month is capped at 5 events/s)"),
+    ("Convoy Cloud", 99.0, "from $99/month"),
+)
+
+
+# ------------------------------------------------------------------------------ counting
+
+
+@dataclass
+class Call:
+    service: str
+    operation: str
+    request_bytes: int
+    response_bytes: int
+    request: dict[str, Any]
+    response: dict[str, Any]
+    seconds: float
+
+
+class AwsMeter:
+    """botocore hooks that record every AWS request the bridge makes, and every invocation."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.invocations: list[Invocation] = []
+        self._lock = threading.Lock()
+        self._recording = True
+
+    def install(self, events: Any) -> None:
+        events.register("before-call", self._before_call)
+        events.register("after-call", self._after_call)
+
+    def instrument(self, client: Any) -> None:
+        self.install(client.meta.events)
+
+    def invocation(self, invocation: Invocation) -> None:
+        with self._lock:
+            if self._recording:
+                self.invocations.append(invocation)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls.clear()
+            self.invocations.clear()
+
+    def snapshot(self) -> tuple[list[Call], list[Invocation]]:
+        with self._lock:
+            self._recording = False
+            return list(self.calls), list(self.invocations)
+
+    def _before_call(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        body = params.get("body") or b""
+        context["bench_started"] = time.perf_counter()
+        context["bench_request_bytes"] = len(body)
+        try:
+            context["bench_request"] = json.loads(body) if body else {}
+        except ValueError:
+            context["bench_request"] = {}
+
+    def _after_call(
+        self,
+        http_response: Any,
+        parsed: dict[str, Any],
+        model: Any,
+        context: dict[str, Any],
+        **_: Any,
+    ) -> None:
+        call = Call(
+            service=model.service_model.endpoint_prefix,
+            operation=model.name,
+            request_bytes=int(context.get("bench_request_bytes", 0)),
+            response_bytes=len(http_response.content or b""),
+            request=context.get("bench_request", {}),
+            response=parsed,
+            seconds=time.perf_counter() - float(context.get("bench_started", time.perf_counter())),
+        )
+        with self._lock:
+            if self._recording:
+                self.calls.append(call)
+
+
+# ------------------------------------------------------------------------------ DynamoDB sizes
+
+
+def attribute_size(value: Mapping[str, Any]) -> int:
+    """The size DynamoDB bills for one typed attribute value (developer guide, "Item sizes")."""
+    ((kind, content),) = value.items()
+    if kind == "S":
+        return len(str(content).encode())
+    if kind == "N":
+        digits = str(content).lstrip("-").replace(".", "").lstrip("0") or "0"
+        return (len(digits) + 1) // 2 + 1
+    if kind == "B":
+        return len(content) if isinstance(content, bytes) else len(base64.b64decode(content))
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind in ("SS", "NS", "BS"):
+        return sum(attribute_size({kind[0]: item}) for item in content)
+    if kind == "L":
+        return 3 + sum(1 + attribute_size(item) for item in content)
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + 1 + attribute_size(v) for k, v in content.items())
+    raise ValueError(f"unknown attribute type {kind}")
+
+
+def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
+    return sum(len(name.encode()) + attribute_size(value) for name, value in item.items())
+
+
+def units(size: int, unit: int) -> int:
+    return max(1, math.ceil(size / unit))
+
+
+@dataclass
+class Table:
+    name: str
+    key: tuple[str, ...]
+    # Each global secondary index's key attributes (all project ALL in template.yaml).
+    indexes: list[tuple[str, ...]]
+    items: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def key_of(self, item: Mapping[str, Any]) -> str:
+        return json.dumps([item[name] for name in self.key], sort_keys=True, default=str)
+
+
+def read_tables(endpoint_url: str, names: Iterable[str]) -> dict[str, Table]:
+    """Every table's key, indexes and final items, read with a client the meter does not see."""
+    client = boto3.session.Session().client(
+        "dynamodb", endpoint_url=endpoint_url, region_name=LOCAL_REGION
+    )
+    tables = {}
+    for name in names:
+        description = client.describe_table(TableName=name)["Table"]
+        table = Table(
+            name,
+            tuple(k["AttributeName"] for k in description["KeySchema"]),
+            [
+                tuple(k["AttributeName"] for k in index["KeySchema"])
+                for index in description.get("GlobalSecondaryIndexes", [])
+            ],
+        )
+        for page in client.get_paginator("scan").paginate(TableName=name):
+            for item in page["Items"]:
+                table.items[table.key_of(_json_shape(item))] = item
+        tables[name] = table
+    return tables
+
+
+def _json_shape(item: Mapping[str, Any]) -> dict[str, Any]:
+    """boto3 returns B values as bytes; the wire (and the meter) sees base64 text."""
+    shaped: dict[str, Any] = {}
+    for name, value in item.items():
+        ((kind, content),) = value.items()
+        if kind == "B" and isinstance(content, bytes):
+            content = base64.b64encode(content).decode()
+        shaped[name] = {kind: content}
+    return shaped
+
+
+@dataclass
+class CapacityUnits:
+    wru: float = 0.0
+    rru: float = 0.0
+    wru_by_table: Counter[str] = field(default_factory=Counter)
+    rru_by_table: Counter[str] = field(default_factory=Counter)
+    # Final item sizes of the items written, per table (what the write units follow).
+    sizes_by_table: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    index_writes_by_table: Counter[str] = field(default_factory=Counter)
+
+
+def dynamodb_units(calls: Iterable[Call], tables: Mapping[str, Table]) -> CapacityUnits:
+    """Write units: the item's final size (the larger of before and after, for an update that
+    only grows it), once for the table and once for each index whose key the item carries.
+    A failed conditional write costs the same. Read units: returned bytes per 4 KB, halved for
+    eventually consistent reads."""
+    result = CapacityUnits()
+    for call in calls:
+        if call.service != "dynamodb":
+            continue
+        table = tables.get(call.request.get("TableName", ""))
+        if table is None:
+            continue
+        if call.operation in ("PutItem", "UpdateItem", "DeleteItem"):
+            written = call.request.get("Item") or call.request.get("Key") or {}
+            final = table.items.get(table.key_of(written))
+            if final is None and call.operation == "PutItem":
+                final = written
+            size = item_size(final) if final else 1
+            result.sizes_by_table[table.name].append(size)
+            charged = units(size, 1024)
+            if final:
+                for index in table.indexes:
+                    if all(name in final for name in index):
+                        charged += units(size + GSI_ITEM_OVERHEAD, 1024)
+                        result.index_writes_by_table[table.name] += 1
+            result.wru += charged
+            result.wru_by_table[table.name] += charged
+        elif call.operation in ("GetItem", "Query"):
+            returned = call.response.get("Items") or (
+                [call.response["Item"]] if call.response.get("Item") else []
+            )
+            size = sum(item_size(item) for item in returned)
+            factor = 1.0 if call.request.get("ConsistentRead") else 0.5
+            charged_reads = units(size, 4096) * factor
+            result.rru += charged_reads
+            result.rru_by_table[table.name] += charged_reads
+    return result
+
+
+# ------------------------------------------------------------------------------ the run
+
+
+@dataclass
+class Measurement:
+    events: int
+    subscriptions: int
+    copies: int
+    deliveries: int
+    calls: list[Call]
+    invocations: list[Invocation]
+    capacity: CapacityUnits
+    log_bytes: int
+    log_lines: int
+    egress_bytes: int
+    body_bytes: int
+    seconds: float
+
+
+def measure(events: int, subscriptions: int, copies: int, warmup: int) -> Measurement:
+    meter = AwsMeter()
+    # Before anything makes a client: clients copy their session's hooks when created.
+    boto3.setup_default_session()
+    assert boto3.DEFAULT_SESSION is not None
+    meter.install(boto3.DEFAULT_SESSION.events)
+    stack = DevStack(
+        DevStackSettings(
+            shovel="thread",
+            api_port=None,
+            capture_stdout=True,
+            emit_metrics=True,
+            # The template's cache times, not jobhooks dev's short local ones.
+            environment={
+                "JOBHOOKS_SUBSCRIPTIONS_CACHE_SECONDS": "30",
+                "JOBHOOKS_SUBSCRIPTION_CACHE_SECONDS": "30",
+            },
+            on_invocation=meter.invocation,
+            on_shovel_client=meter.instrument,
+            on_progress=lambda line: print(f"... {line}", file=sys.stderr),
+        )
+    )
+    receiver = DemoReceiver().start()
+    try:
+        stack.start()
+        endpoints = _subscribe(receiver, subscriptions)
+        key = demo_key()
+        print(f"... warming up with {warmup} events", file=sys.stderr)
+        _run(stack, receiver, endpoints, key, warmup, 0)
+        meter.reset()
+        assert stack.log_path is not None
+        log_mark = stack.log_path.stat().st_size
+        lines_mark = _line_count(stack.log_path)
+        received_mark = len(receiver.received())
+        print(f"... measuring {events} events", file=sys.stderr)
+        started = time.monotonic()
+        _run(stack, receiver, endpoints, key, events, copies)
+        seconds = time.monotonic() - started
+        calls, invocations = meter.snapshot()
+        log_bytes = stack.log_path.stat().st_size - log_mark
+        log_lines = _line_count(stack.log_path) - lines_mark
+        posts = receiver.received()[received_mark:]
+        tables = read_tables(
+            stack.aws_endpoint_url,
+            [stack.resources.table_name(t) for t in _TABLES] if stack.resources else [],
+        )
+    finally:
+        receiver.stop()
+        stack.stop()
+    body_bytes = sum(len(post.body) for post in posts)
+    header_bytes = sum(
+        len(name) + len(value) + 4 for post in posts for name, value in post.headers.items()
+    )
+    request_lines = sum(len(f"POST /{post.endpoint} HTTP/1.1\r\n") + 2 for post in posts)
+    return Measurement(
+        events=events,
+        subscriptions=subscriptions,
+        copies=copies,
+        deliveries=len(posts),
+        calls=calls,
+        invocations=invocations,
+        capacity=dynamodb_units(calls, tables),
+        log_bytes=log_bytes,
+        log_lines=log_lines,
+        egress_bytes=body_bytes + header_bytes + request_lines + TLS_OVERHEAD_BYTES * len(posts),
+        body_bytes=body_bytes,
+        seconds=seconds,
+    )
+
+
+_TABLES: Final = ("ClaimsTable", "SubscriptionsTable", "DeliveriesTable", "QuarantineTable")
+
+
+def _subscribe(receiver: DemoReceiver, count: int) -> list[str]:
+    from jobhooks.management.context import build_management_context
+    from jobhooks.management.models import CreateSubscriptionRequest
+    from jobhooks.management.settings import ManagementSettings
+    from jobhooks.management.subscriptions import create_subscription
+
+    context = build_management_context(ManagementSettings.from_env())
+    endpoints = []
+    for n in range(count):
+        endpoint = f"subscriber-{n}"
+        url = receiver.add_endpoint(endpoint)
+        created = create_subscription(context, CreateSubscriptionRequest(tenant_id=TENANT, url=url))
+        receiver.trust(endpoint, created.secret)
+        endpoints.append(endpoint)
+    return endpoints
+
+
+def _run(
+    stack: DevStack,
+    receiver: DemoReceiver,
+    endpoints: list[str],
+    key: Any,
+    events: int,
+    copies: int,
+) -> None:
+    traffic = list(
+        sample_traffic(key, count=events, tenants=(TENANT,), copies=(Copy.REPAIRER,) * copies)
+    )
+    expected = {webhook_id_for(p.event_id) for p in traffic}
+    with SamplePublisher(stack.amqp_url) as publisher:
+        for publication in traffic:
+            publisher.publish_sample(publication)
+
+    def complete(receiver: DemoReceiver) -> bool:
+        return all(
+            expected <= {w.webhook_id for w in receiver.received(e) if w.answered < 300}
+            for e in endpoints
+        )
+
+    receiver.wait_for(complete, timeout=300, what="every delivery")
+    stack.wait_until_idle(timeout=120, settle=1.0)
+
+
+def _line_count(path: Any) -> int:
+    with open(path, "rb") as handle:
+        return sum(1 for _ in handle)
+
+
+# ------------------------------------------------------------------------------ the model
+
+
+@dataclass(frozen=True)
+class Line:
+    name: str
+    quantity: float  # per million events
+    unit: str
+    price: Price
+
+    @property
+    def usd(self) -> float:
+        return self.quantity * self.price.usd
+
+
+def cost_lines(m: Measurement) -> list[Line]:
+    per_million = MILLION / m.events
+    sqs_units = sum(
+        max(1, math.ceil(max(c.request_bytes, c.response_bytes) / SQS_CHUNK))
+        for c in m.calls
+        if c.service == "sqs" and not _idle_receive(c)
+    )
+    gb_seconds = sum(math.ceil(i.seconds * 1000) / 1000 * i.memory_mb / 1024 for i in m.invocations)
+    log_bytes = m.log_bytes + LAMBDA_PLATFORM_LOG_BYTES * len(m.invocations)
+    kms = sum(1 for c in m.calls if c.service == "kms")
+    secrets = sum(1 for c in m.calls if c.service == "secretsmanager")
+    rows = [
+        ("SQS requests (64 KiB units)", sqs_units, "requests", "sqs_request"),
+        ("Lambda requests", len(m.invocations), "invocations", "lambda_request"),
+        ("Lambda duration", gb_seconds, "GB-s", "lambda_gb_s"),
+        ("DynamoDB writes", m.capacity.wru, "WRU", "dynamodb_wru"),
+        ("DynamoDB reads", m.capacity.rru, "RRU", "dynamodb_rru"),
+        ("KMS requests", kms, "requests", "kms_request"),
+        ("Secrets Manager calls", secrets, "calls", "secrets_request"),
+        ("API Gateway (management only)", 0, "requests", "api_gateway_request"),
+        ("CloudWatch Logs ingestion", log_bytes / 1e9, "GB", "logs_gb"),
+        ("Data transfer out (POSTs)", m.egress_bytes / 1e9, "GB", "egress_gb"),
+    ]
+    return [
+        Line(name, quantity * per_million, unit, PRICES[price])
+        for name, quantity, unit, price in rows
+    ]
+
+
+def _idle_receive(call: Call) -> bool:
+    return call.operation == "ReceiveMessage" and not call.response.get("Messages")
+
+
+def report(m: Measurement) -> str:
+    out: list[str] = []
+    say = out.append
+    per_event = 1 / m.events
+    say(
+        f"jobhooks cost model: {m.events} events ({m.copies} repairer copies each), "
+        f"{m.subscriptions} subscriptions per event, {m.deliveries} deliveries, "
+        f"measured on the local stack in {m.seconds:.1f} s"
+    )
+    say("")
+    say("AWS requests per event (measured)")
+    say(f"  {'service':<15}{'operation':<28}{'calls':>7}{'per event':>11}")
+    counts = Counter((c.service, c.operation) for c in m.calls if not _idle_receive(c))
+    for (service, operation), count in sorted(counts.items()):
+        say(f"  {service:<15}{operation:<28}{count:>7}{count * per_event:>11.3f}")
+    idle = sum(1 for c in m.calls if _idle_receive(c))
+    say(f"  (and {idle} empty receives: idle polling, a fixed cost, left out of the lines below)")
+    messages = sum(
+        len(c.request.get("Entries", [])) for c in m.calls if c.operation == "SendMessageBatch"
+    )
+    say(f"  SendMessageBatch entries per event: {messages * per_event:.2f}")
+    durations: dict[str, list[float]] = defaultdict(list)
+    records: Counter[str] = Counter()
+    for invocation in m.invocations:
+        durations[invocation.function].append(invocation.seconds)
+        records[invocation.function] += invocation.records
+    for function, seconds in sorted(durations.items()):
+        say(
+            f"  {function}: {len(seconds) * per_event:.3f} invocations per event, "
+            f"{records[function] / len(seconds):.1f} records and "
+            f"{1000 * sum(seconds) / len(seconds):.0f} ms per invocation (on moto)"
+        )
+    by_table = ", ".join(
+        f"{table.split('-', 1)[-1]} {wru * per_event:.2f}"
+        for table, wru in m.capacity.wru_by_table.items()
+    )
+    say(
+        f"  DynamoDB: {m.capacity.wru * per_event:.2f} WRU per event ({by_table}), "
+        f"{m.capacity.rru * per_event:.2f} RRU per event"
+    )
+    for table, sizes in sorted(m.capacity.sizes_by_table.items()):
+        index_writes = m.capacity.index_writes_by_table[table] / len(sizes)
+        say(
+            f"    {table.split('-', 1)[-1]}: {len(sizes) * per_event:.2f} writes per event of "
+            f"items averaging {sum(sizes) / len(sizes):.0f} B (max {max(sizes)} B), each also "
+            f"written to {index_writes:.1f} index(es) on average"
+        )
+    latencies = [c.seconds for c in m.calls if not _idle_receive(c)]
+    say(
+        f"  mean AWS call latency on the emulator: {1000 * sum(latencies) / len(latencies):.1f} ms "
+        "(in-region DynamoDB and SQS answer in a few ms: the Lambda duration line is an upper "
+        "bound)"
+    )
+    say(
+        f"  logs: {m.log_bytes * per_event:.0f} B per event from the functions "
+        f"({m.log_lines * per_event:.2f} lines) + {LAMBDA_PLATFORM_LOG_BYTES} B of START/END/"
+        f"REPORT per invocation"
+    )
+    say(
+        f"  egress: {m.egress_bytes / max(1, m.deliveries):.0f} B per POST "
+        f"({m.body_bytes / max(1, m.deliveries):.0f} B body, headers, {TLS_OVERHEAD_BYTES} B TLS)"
+    )
+    say("")
+    say("Monthly cost per million events (us-east-1, arm64, on demand, no free tier)")
+    say(f"  {'line':<32}{'quantity':>14}  {'unit':<12}{'unit price':>14}{'$/1M events':>13}")
+    lines = cost_lines(m)
+    for line in lines:
+        say(
+            f"  {line.name:<32}{line.quantity:>14,.1f}  {line.unit:<12}"
+            f"{line.price.usd:>14.3g}{line.usd:>13.3f}"
+        )
+    total = sum(line.usd for line in lines)
+    say(f"  {'total':<32}{'':>14}  {'':<12}{'':>14}{total:>13.3f}")
+    # The handlers mostly wait for AWS: scale their duration to in-region call latencies.
+    duration = next(line for line in lines if line.name == "Lambda duration")
+    scale = min(1.0, IN_REGION_CALL_SECONDS / (sum(latencies) / len(latencies)))
+    say(
+        f"  {'total, Lambda duration scaled':<32}{'':>14}  {'':<12}{'':>14}"
+        f"{total - duration.usd * (1 - scale):>13.3f}  (calls at "
+        f"{1000 * IN_REGION_CALL_SECONDS:.0f} ms instead of the emulator's)"
+    )
+    dominant = sorted(lines, key=lambda line: line.usd, reverse=True)[:3]
+    say(
+        "  largest lines: "
+        + ", ".join(f"{line.name} {100 * line.usd / total:.0f} %" for line in dominant)
+    )
+    say("")
+    deliveries = m.subscriptions
+    eventbridge = (
+        PRICES["eventbridge_event"].usd * MILLION
+        + deliveries * PRICES["api_destination"].usd * MILLION
+    )
+    say(f"Per million events with {deliveries} deliveries each, compared")
+    say(f"  {'jobhooks (this measurement)':<40}${total:>9.2f}")
+    say(
+        f"  {'EventBridge API destinations':<40}${eventbridge:>9.2f}  "
+        f"($1.00 per million events + {deliveries} x $0.20 per million deliveries; no "
+        "per-payload HMAC, no dedup)"
+    )
+    for name, monthly, note in HOSTED_SERVICES:
+        say(f"  {name + ' (list price, 1M events/month)':<40}${monthly:>9.2f}  {note}")
+    say("")
+    say("Prices: us-east-1 list prices from stored copies of public pages (see PRICES in this")
+    say("script for each source); hosted services as a third-party comparison reported them.")
+    say("Re-check all of them before quoting. Fixed costs (idle polling, the KMS key, the")
+    say("secret, metrics, alarms) are not per event: see docs/cost.md.")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=300)
+    parser.add_argument("--subscriptions", type=int, default=2)
+    parser.add_argument(
+        "--copies", type=int, default=0, help="repairer re-emissions per event (deduplicated)"
+    )
+    parser.add_argument("--warmup", type=int, default=20)
+    args = parser.parse_args(argv)
+    measurement = measure(args.events, args.subscriptions, args.copies, args.warmup)
+    print(report(measurement))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
