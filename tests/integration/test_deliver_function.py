@@ -10,11 +10,16 @@ import importlib.util
 import json
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from aws_lambda_powertools import Metrics
+from jobhooks.delivery.attempt_log import DeliveryAttempt
+from jobhooks.delivery.deliver import DeliveryOutcome, DeliveryResult, FailureClass
+from jobhooks.delivery.metrics import PowertoolsDeliveryMetrics
 from jobhooks.local.event_source import SqsEventSource
 from jobhooks.local.template import LocalResources
 from jobhooks.settings import ConfigurationError
@@ -71,6 +76,9 @@ def test_the_handler_delivers_a_batch_and_emits_delivery_metrics(
     ok_task, failing_task = bench.task(ok_sub), bench.task(failing_sub)
     bench.enqueue(ok_task, failing_task)
     app = import_app()
+    # Powertools keeps metrics in one store per process and, while POWERTOOLS_METRICS_DISABLED
+    # is set (other tests set it), never clears it: start from an empty one.
+    app.metrics.clear_metrics()
     try:
         source = SqsEventSource(
             bench.queue_url,
@@ -113,3 +121,19 @@ def test_a_bad_setting_stops_the_cold_start_naming_the_variable(
 
     with pytest.raises(ConfigurationError, match="JOBHOOKS_RETRY_SCHEDULE"):
         import_app()
+
+
+def test_no_delivery_metrics_pile_up_while_metrics_are_disabled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    metrics = Metrics(namespace="jobhooks", service=SERVICE)
+    metrics.clear_metrics()
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    attempt = DeliveryAttempt(n=1, at=datetime.now(UTC), status_code=500, latency_ms=3)
+    outcome = DeliveryOutcome(
+        DeliveryResult.RETRY_SCHEDULED, "dlv_1", attempt, FailureClass.HTTP_5XX, 5
+    )
+
+    PowertoolsDeliveryMetrics(metrics).record_outcomes([outcome] * 150)
+
+    assert metrics.provider.metric_set == {}

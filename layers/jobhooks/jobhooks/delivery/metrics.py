@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from jobhooks.delivery.deliver import DeliveryOutcome, DeliveryResult, FailureClass
 
@@ -28,6 +29,10 @@ class PowertoolsDeliveryMetrics:
         self._metrics = metrics
 
     def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> None:
+        if is_metrics_disabled():
+            # Powertools 3.x keeps one metric store per process and never clears it while
+            # metrics are disabled (`jobhooks dev`), yet prints it every 100 values: add nothing.
+            return
         attempts = [outcome.attempt for outcome in outcomes if outcome.attempt is not None]
         failures = Counter(
             outcome.failure_class for outcome in outcomes if outcome.failure_class is not None
