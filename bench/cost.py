@@ -42,6 +42,7 @@ import boto3
 from jobhooks.local.demo_receiver import DemoReceiver
 from jobhooks.local.dev_stack import DevStack, DevStackSettings, Invocation
 from jobhooks.local.moto_server import LOCAL_REGION
+from jobhooks.local.template import load_template
 from jobhooks.publisher import Copy, SamplePublisher, sample_traffic
 from jobhooks.sample_events import demo_key
 from jobhooks.webhook_signature import webhook_id_for
@@ -82,6 +83,11 @@ PRICES: Final = {
     "api_gateway_request": Price(1.00 / MILLION, "request", "API Gateway HTTP API, first 300 M"),
     "logs_gb": Price(0.50, "GB ingested", "CloudWatch Logs standard ingestion"),
     "egress_gb": Price(0.09, "GB out", "Data transfer out to the internet, first 10 TB"),
+    "kms_key_month": Price(1.00, "key-month", "KMS customer managed key, commonly cited: verify"),
+    "secret_month": Price(0.40, "secret-month", "Secrets Manager"),
+    "metric_month": Price(0.30, "metric-month", "CloudWatch custom metrics, first 10k"),
+    "alarm_month": Price(0.10, "alarm-month", "CloudWatch standard alarm, commonly cited: verify"),
+    "dashboard_month": Price(3.00, "dashboard-month", "CloudWatch dashboard beyond 3 free: verify"),
     "eventbridge_event": Price(1.00 / MILLION, "event", "EventBridge custom events (64 KB)"),
     "api_destination": Price(0.20 / MILLION, "delivery", "EventBridge API destinations"),
 }
@@ -314,6 +320,12 @@ class Measurement:
     capacity: CapacityUnits
     log_bytes: int
     log_lines: int
+    # Distinct EMF metrics (namespace, name, dimensions) the functions emitted in the run.
+    metrics: set[str]
+    # From template.yaml: functions with an SQS event source, alarms, dashboards.
+    event_sources: int
+    alarms: int
+    dashboards: int
     egress_bytes: int
     body_bytes: int
     seconds: float
@@ -360,7 +372,11 @@ def measure(events: int, subscriptions: int, copies: int, warmup: int) -> Measur
         calls, invocations = meter.snapshot()
         log_bytes = stack.log_path.stat().st_size - log_mark
         log_lines = _line_count(stack.log_path) - lines_mark
+        metrics = _emf_metrics(stack.log_path, log_mark)
+        template = load_template()["Resources"]
+        resource_types = Counter(resource.get("Type") for resource in template.values())
         posts = receiver.received()[received_mark:]
+        functions = list(stack.resources.functions.values()) if stack.resources else []
         tables = read_tables(
             stack.aws_endpoint_url,
             [stack.resources.table_name(t) for t in _TABLES] if stack.resources else [],
@@ -383,6 +399,10 @@ def measure(events: int, subscriptions: int, copies: int, warmup: int) -> Measur
         capacity=dynamodb_units(calls, tables),
         log_bytes=log_bytes,
         log_lines=log_lines,
+        metrics=metrics,
+        event_sources=len([f for f in functions if f.queue]),
+        alarms=resource_types["AWS::CloudWatch::Alarm"],
+        dashboards=resource_types["AWS::CloudWatch::Dashboard"],
         egress_bytes=body_bytes + header_bytes + request_lines + TLS_OVERHEAD_BYTES * len(posts),
         body_bytes=body_bytes,
         seconds=seconds,
@@ -435,6 +455,26 @@ def _run(
     stack.wait_until_idle(timeout=120, settle=1.0)
 
 
+def _emf_metrics(path: Any, offset: int) -> set[str]:
+    """Every distinct metric of the EMF lines written after `offset`."""
+    found: set[str] = set()
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        for raw in handle:
+            try:
+                document = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(document, dict) or "_aws" not in document:
+                continue
+            for directive in document["_aws"].get("CloudWatchMetrics", []):
+                for dimensions in directive.get("Dimensions", []):
+                    labels = ",".join(f"{d}={document.get(d)}" for d in dimensions)
+                    for metric in directive.get("Metrics", []):
+                        found.add(f"{directive['Namespace']}/{metric['Name']}[{labels}]")
+    return found
+
+
 def _line_count(path: Any) -> int:
     with open(path, "rb") as handle:
         return sum(1 for _ in handle)
@@ -481,6 +521,34 @@ def cost_lines(m: Measurement) -> list[Line]:
     return [
         Line(name, quantity * per_million, unit, PRICES[price])
         for name, quantity, unit, price in rows
+    ]
+
+
+# Lambda keeps 2 to 5 pollers per SQS event source while a queue is idle, each long-polling
+# (20 s) about 3 times a minute (aws-facts section 2); 30 days a month.
+IDLE_POLLERS: Final = (2, 5)
+IDLE_RECEIVES_PER_POLLER_MONTH: Final = 3 * 60 * 24 * 30
+
+
+def fixed_lines(m: Measurement) -> list[tuple[str, float, Price, str]]:
+    low, high = (n * m.event_sources * IDLE_RECEIVES_PER_POLLER_MONTH for n in IDLE_POLLERS)
+    return [
+        (
+            "idle long polling (up to)",
+            high,
+            PRICES["sqs_request"],
+            f"{m.event_sources} event sources x 2-5 pollers; at least {low:,} requests",
+        ),
+        ("KMS key (subscription secrets)", 1, PRICES["kms_key_month"], "one key"),
+        ("Fetcher keys secret", 1, PRICES["secret_month"], "when the stack creates it"),
+        (
+            "custom metrics (EMF)",
+            len(m.metrics),
+            PRICES["metric_month"],
+            "distinct metrics seen in this run; each rejection reason adds one",
+        ),
+        ("alarms", m.alarms, PRICES["alarm_month"], "in template.yaml"),
+        ("dashboard", m.dashboards, PRICES["dashboard_month"], "free if among the first 3"),
     ]
 
 
@@ -575,25 +643,35 @@ def report(m: Measurement) -> str:
         + ", ".join(f"{line.name} {100 * line.usd / total:.0f} %" for line in dominant)
     )
     say("")
+    say("Fixed monthly cost, whatever the volume")
+    fixed = fixed_lines(m)
+    for name, quantity, price, note in fixed:
+        say(f"  {name:<32}{quantity:>14,.0f}  {price.per:<16}{quantity * price.usd:>9.2f}  {note}")
+    say(f"  {'total':<32}{'':>14}  {'':<16}{sum(q * p.usd for _, q, p, _ in fixed):>9.2f}")
+    say("")
     deliveries = m.subscriptions
     eventbridge = (
         PRICES["eventbridge_event"].usd * MILLION
         + deliveries * PRICES["api_destination"].usd * MILLION
     )
+    fixed_total = sum(quantity * price.usd for _, quantity, price, _ in fixed)
     say(f"Per million events with {deliveries} deliveries each, compared")
     say(f"  {'jobhooks (this measurement)':<40}${total:>9.2f}")
+    say(
+        f"  {'jobhooks, 1M events/month + fixed':<40}${total + fixed_total:>9.2f}  "
+        "(to compare with monthly plans)"
+    )
     say(
         f"  {'EventBridge API destinations':<40}${eventbridge:>9.2f}  "
         f"($1.00 per million events + {deliveries} x $0.20 per million deliveries; no "
         "per-payload HMAC, no dedup)"
     )
     for name, monthly, note in HOSTED_SERVICES:
-        say(f"  {name + ' (list price, 1M events/month)':<40}${monthly:>9.2f}  {note}")
+        say(f"  {name + ', 1M events/month':<40}${monthly:>9.2f}  list price: {note}")
     say("")
     say("Prices: us-east-1 list prices from stored copies of public pages (see PRICES in this")
     say("script for each source); hosted services as a third-party comparison reported them.")
-    say("Re-check all of them before quoting. Fixed costs (idle polling, the KMS key, the")
-    say("secret, metrics, alarms) are not per event: see docs/cost.md.")
+    say("Re-check all of them before quoting.")
     return "\n".join(out)
 
 
