@@ -268,10 +268,10 @@ class CapacityUnits:
 
 
 def dynamodb_units(calls: Iterable[Call], tables: Mapping[str, Table]) -> CapacityUnits:
-    """Write units: the item's final size (the larger of before and after, for an update that
-    only grows it), once for the table and once for each index whose key the item carries.
-    A failed conditional write costs the same. Read units: returned bytes per 4 KB, halved for
-    eventually consistent reads."""
+    """Write units: a put's item (or the stored one when its condition failed), an update's or
+    delete's final item (the larger of before and after: our updates only grow items), once for
+    the table and once for each index whose key the item carries. Read units: returned bytes
+    per 4 KB, halved for eventually consistent reads."""
     result = CapacityUnits()
     for call in calls:
         if call.service != "dynamodb":
@@ -282,8 +282,12 @@ def dynamodb_units(calls: Iterable[Call], tables: Mapping[str, Table]) -> Capaci
         if call.operation in ("PutItem", "UpdateItem", "DeleteItem"):
             written = call.request.get("Item") or call.request.get("Key") or {}
             final = table.items.get(table.key_of(written))
-            if final is None and call.operation == "PutItem":
-                final = written
+            if call.operation == "PutItem":
+                # The larger of the existing item and the new one: none for a new key, the
+                # stored item for a put whose condition failed (a duplicate claim).
+                code = str(call.response.get("Error", {}).get("Code", ""))
+                if not (code.startswith("ConditionalCheckFailed") and final):
+                    final = written
             size = item_size(final) if final else 1
             result.sizes_by_table[table.name].append(size)
             charged = units(size, 1024)
@@ -441,8 +445,12 @@ def _run(
         sample_traffic(key, count=events, tenants=(TENANT,), copies=(Copy.REPAIRER,) * copies)
     )
     expected = {webhook_id_for(p.event_id) for p in traffic}
+    originals = [p for p in traffic if p.kind == "original"]
+    # Copies come after their events were delivered, as the repairer's do (every 30 s): a copy
+    # racing its original's claim would wait out the ingest queue's visibility timeout.
+    later_copies = [p for p in traffic if p.kind != "original"]
     with SamplePublisher(stack.amqp_url) as publisher:
-        for publication in traffic:
+        for publication in originals:
             publisher.publish_sample(publication)
 
     def complete(receiver: DemoReceiver) -> bool:
@@ -452,6 +460,11 @@ def _run(
         )
 
     receiver.wait_for(complete, timeout=300, what="every delivery")
+    if later_copies:
+        stack.wait_until_idle(timeout=120, settle=0.5)
+        with SamplePublisher(stack.amqp_url) as publisher:
+            for publication in later_copies:
+                publisher.publish_sample(publication)
     stack.wait_until_idle(timeout=120, settle=1.0)
 
 
