@@ -20,6 +20,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.parse
@@ -41,6 +42,31 @@ INSTALL_COMMAND = "sudo apt-get update && sudo apt-get install -y rabbitmq-serve
 _SCRIPT_DIRS = (Path("/usr/lib/rabbitmq/bin"), Path("/usr/local/lib/rabbitmq/bin"))
 # Erlang refuses a cookie file that others can read.
 _COOKIE_MODE = 0o400
+# Stops the node when the process that started it dies without calling stop() (SIGKILL, a CI
+# timeout): a private node must never outlive its owner. Arguments: owner pid, directory, then
+# the process groups to end.
+_WATCHDOG = """
+import os, shutil, signal, sys, time
+owner, directory, groups = int(sys.argv[1]), sys.argv[2], [int(g) for g in sys.argv[3:]]
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+while alive(owner):
+    time.sleep(1)
+for number in (signal.SIGTERM, signal.SIGKILL):
+    for group in groups:
+        try:
+            os.killpg(group, number)
+        except OSError:
+            pass
+    time.sleep(10)
+shutil.rmtree(directory, ignore_errors=True)
+"""
 
 
 class RabbitMQError(RuntimeError):
@@ -268,6 +294,7 @@ class PrivateRabbitMQNode:
     directory: Path | None = None
     _server: subprocess.Popen[bytes] | None = None
     _epmd: subprocess.Popen[bytes] | None = None
+    _watchdog: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -293,6 +320,7 @@ class PrivateRabbitMQNode:
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
+            self._start_watchdog()
             self._wait_until_running(timeout)
         except BaseException:
             self.stop()
@@ -301,6 +329,7 @@ class PrivateRabbitMQNode:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stops the node and its epmd, then deletes the node's directory."""
+        self._stop_watchdog()
         self._stop_server(timeout)
         self._stop_epmd()
         if self.directory is not None:
@@ -309,6 +338,7 @@ class PrivateRabbitMQNode:
 
     def restart(self, timeout: float = 60.0) -> None:
         """Stops the node gracefully and starts it again on the same ports with the same data."""
+        self._stop_watchdog()
         self._stop_server(timeout=30.0)
         self.start(timeout)
 
@@ -440,6 +470,25 @@ class PrivateRabbitMQNode:
                 return
             time.sleep(0.05)
         raise RabbitMQError(f"epmd did not listen on port {self.epmd_port}")
+
+    def _start_watchdog(self) -> None:
+        assert self.directory is not None and self._server is not None
+        groups = [str(process.pid) for process in (self._server, self._epmd) if process]
+        self._watchdog = subprocess.Popen(  # noqa: S603 - a fixed script, our own pids
+            [sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(self.directory), *groups],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            # Its own session, so that whatever kills our process group spares it.
+            start_new_session=True,
+        )
+
+    def _stop_watchdog(self) -> None:
+        process, self._watchdog = self._watchdog, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
 
     def _wait_until_running(self, timeout: float) -> None:
         # `ping` answers as soon as the Erlang node is up, before the broker accepts AMQP

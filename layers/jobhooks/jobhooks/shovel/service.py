@@ -198,9 +198,16 @@ def serve(settings: ShovelSettings, *, sqs_client: Any | None = None) -> Shutdow
     health: HealthServer | None = None
     try:
         if settings.health_port is not None:
-            health = HealthServer(
-                shovel.health, shovel.metrics.render, settings.health_host, settings.health_port
-            ).start()
+            try:
+                health = HealthServer(
+                    shovel.health, shovel.metrics.render, settings.health_host, settings.health_port
+                ).start()
+            except OSError as error:
+                raise ShovelError(
+                    f"the health endpoint cannot listen on {settings.health_host}:"
+                    f"{settings.health_port} ({error.strerror or error}); pick another "
+                    "--health-port, 0 for any free port, or off"
+                ) from None
             log_event(log, logging.INFO, "health_listening", host=health.host, port=health.port)
         shovel.start()
         while not stop_requested.is_set() and shovel.failure is None:
