@@ -1,8 +1,9 @@
 """One bridge for the whole end-to-end package: started once, shared, stopped at the end.
 
-Starting RabbitMQ and the stack takes 10-20 s on two cores, so every e2e test uses the same
-bridge and keeps to tenants of its own (`unique_tenant`). Its moto server, broker, shovel process
-and pollers are private to this package: no other test suite's fixture resets or reads them.
+Starting the stack takes 10-20 s on two cores, so every e2e test uses the same bridge and keeps
+to tenants of its own (`unique_tenant`). The broker is the session's private node
+(tests/fixtures/rabbitmq.py); the bridge's moto server, shovel process and pollers are private
+to this package: no other suite's fixture resets or reads them.
 
 Two settings differ from a deployment, both to keep the suite fast and both visible here:
 - the retry schedule is 0,1,1,2,2,3,3,3 s (8 attempts in about 15 s instead of about 27 h);
@@ -20,12 +21,7 @@ from typing import Any
 import pytest
 from jobhooks.local.demo_receiver import DemoReceiver
 from jobhooks.local.dev_stack import DevStack, DevStackSettings
-from jobhooks.local.rabbitmq import (
-    INSTALL_COMMAND,
-    RabbitMQBroker,
-    rabbitmq_script,
-    start_private_rabbitmq,
-)
+from jobhooks.local.rabbitmq import RabbitMQBroker
 
 from tests.e2e.harness import Bridge
 
@@ -42,24 +38,11 @@ def shorten_timeouts(template: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="package")
-def e2e_broker() -> Iterator[RabbitMQBroker]:
-    if rabbitmq_script("rabbitmq-server") is None:
-        pytest.skip(f"rabbitmq-server is not installed: {INSTALL_COMMAND}")
-    broker = start_private_rabbitmq(timeout=120)
-    try:
-        yield broker
-    finally:
-        broker.stop()
-
-
-@pytest.fixture(scope="package")
-def bridge(
-    e2e_broker: RabbitMQBroker, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Bridge]:
+def bridge(rabbitmq: RabbitMQBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bridge]:
     log_path = tmp_path_factory.mktemp("e2e") / "bridge.log"
     stack = DevStack(
         DevStackSettings(
-            broker=e2e_broker,
+            broker=rabbitmq,
             aws_outage_proxy=True,
             shovel="process",
             parameters={"RetrySchedule": RETRY_SCHEDULE},

@@ -81,8 +81,8 @@ def port_is_closed(url: str) -> bool:
 
 
 @pytest.fixture
-def dev_amqp_url(e2e_broker: RabbitMQBroker) -> str:
-    return e2e_broker.add_vhost(f"dev-{uuid.uuid4().hex[:8]}")
+def dev_amqp_url(rabbitmq: RabbitMQBroker) -> str:
+    return rabbitmq.add_vhost(f"dev-{uuid.uuid4().hex[:8]}")
 
 
 def test_demo_shows_delivery_dedup_and_quarantine_then_ctrl_c_stops_everything(

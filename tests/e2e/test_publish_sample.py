@@ -33,9 +33,9 @@ def publish_sample(*arguments: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def vhost_url(e2e_broker: RabbitMQBroker) -> str:
+def vhost_url(rabbitmq: RabbitMQBroker) -> str:
     """A vhost of this test's own on the e2e broker: the bridge's shovel never reads it."""
-    return e2e_broker.add_vhost(f"publish-{uuid.uuid4().hex[:8]}")
+    return rabbitmq.add_vhost(f"publish-{uuid.uuid4().hex[:8]}")
 
 
 @pytest.fixture
@@ -103,10 +103,10 @@ def test_publishes_signed_events_copies_and_tampering_with_the_producers_header_
             assert event.tenant_id == line["tenant_id"]
 
 
-def test_publishes_each_tenant_into_its_own_vhost(e2e_broker: RabbitMQBroker) -> None:
+def test_publishes_each_tenant_into_its_own_vhost(rabbitmq: RabbitMQBroker) -> None:
     tenants = [f"tenant-{uuid.uuid4().hex[:6]}" for _ in range(2)]
     for tenant in tenants:
-        url = e2e_broker.add_vhost(tenant)
+        url = rabbitmq.add_vhost(tenant)
         with pika.BlockingConnection(pika.URLParameters(url)) as connection:
             channel = connection.channel()
             channel.exchange_declare(EXCHANGE, exchange_type="topic", durable=True)
@@ -114,14 +114,14 @@ def test_publishes_each_tenant_into_its_own_vhost(e2e_broker: RabbitMQBroker) ->
             channel.queue_bind("captured", EXCHANGE, routing_key="job.*")
 
     result = publish_sample(
-        "--amqp-url", e2e_broker.url, "--count", "4", "--tenant", tenants[0],
+        "--amqp-url", rabbitmq.url, "--count", "4", "--tenant", tenants[0],
         "--tenant", tenants[1], "--vhost-per-tenant", "--quiet",
     )  # fmt: skip
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
     for tenant in tenants:
-        assert e2e_broker.queue_counts("captured", vhost=tenant).ready == 2
+        assert rabbitmq.queue_counts("captured", vhost=tenant).ready == 2
 
 
 def test_a_missing_exchange_is_a_one_line_error_and_nothing_is_declared(vhost_url: str) -> None:
