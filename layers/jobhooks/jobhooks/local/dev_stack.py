@@ -169,10 +169,10 @@ class DevStack:
         self._shovel_process: subprocess.Popen[bytes] | None = None
         self._shovel_health_port: int | None = None
         self._api_server: Any = None
+        # The handler modules this stack loaded (kept alive with the stack that configured them).
         self._modules: list[ModuleType] = []
         self._template_path = Path("template.yaml")
         self._probe: Any = None
-        self._started = False
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -194,7 +194,6 @@ class DevStack:
                 self.record_failure(error)
             self.stop()
             raise
-        self._started = True
         return self
 
     def stop(self) -> None:
@@ -224,8 +223,10 @@ class DevStack:
             self.moto = None
         self._restore_environment()
         self._close_log()
+        for module in self._modules:
+            sys.modules.pop(module.__name__, None)
+        self._modules.clear()
         self._probe = None
-        self._started = False
 
     def __enter__(self) -> DevStack:
         return self.start()
@@ -779,8 +780,3 @@ def _redacted(url: str) -> str:
         host = f"{host}:{parts.port}"
     user = f"{parts.username}@" if parts.username else ""
     return urllib.parse.urlunsplit(parts._replace(netloc=user + host))
-
-
-def environment_lines(environment: Mapping[str, str]) -> list[str]:
-    """`export` lines for another shell (values are local: no secret among them)."""
-    return [f"export {name}={value}" for name, value in sorted(environment.items())]
