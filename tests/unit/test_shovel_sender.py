@@ -236,3 +236,47 @@ def test_properties_of_a_parked_message_keep_the_original_and_add_the_reason() -
     assert properties.delivery_mode == 2
     assert properties.headers["ce-id"] == b"fetcher.job.failed.j1"
     assert properties.headers[REASON_HEADER] == "too_large"
+
+
+class RecordingChannel:
+    def __init__(self) -> None:
+        self.acks: list[tuple[int, bool]] = []
+
+    def basic_ack(self, delivery_tag: int, multiple: bool = False) -> None:
+        self.acks.append((delivery_tag, multiple))
+
+
+def consumer_holding(tags: list[int]) -> tuple[Any, RecordingChannel, dict[int, PendingDelivery]]:
+    from jobhooks.shovel.consumer import VhostConsumer
+
+    outbox = Outbox(10, 1_048_576)
+    consumer = VhostConsumer("/", SETTINGS, outbox, ShovelMetrics(), lambda _reason: None)
+    channel = RecordingChannel()
+    consumer._channel = channel
+    consumer._open_generation = 1
+    held = {}
+    for tag in tags:
+        item = pending(consumer, tag)
+        outbox.put(item)
+        consumer._outstanding[tag] = item
+        held[tag] = item
+    return consumer, channel, held
+
+
+def test_the_oldest_outstanding_deliveries_are_acked_with_one_multiple_ack() -> None:
+    consumer, channel, held = consumer_holding([1, 2, 3, 4, 5])
+
+    consumer._ack([held[3], held[1], held[2], held[5]])
+
+    assert channel.acks == [(3, True), (5, False)]
+    assert list(consumer._outstanding) == [4]
+    assert consumer.outbox.in_flight == 1
+
+
+def test_a_delivery_acked_once_is_never_acked_again() -> None:
+    consumer, channel, held = consumer_holding([7, 8])
+
+    consumer._ack([held[8]])
+    consumer._ack([held[8]])
+
+    assert channel.acks == [(8, False)]

@@ -156,6 +156,11 @@ class VhostConsumer(threading.Thread):
                         error=_describe(error),
                         returned_to_broker=self._released_on_loss,
                     )
+            except Exception:
+                # A bug must not silently end the only consumer of this vhost: log it loudly
+                # and start over on a new connection (the broker redelivers what was held).
+                self.state = ConsumerState.DISCONNECTED
+                log.exception("amqp_consumer_crashed", extra={"fields": {"vhost": self.vhost}})
             if self._closing.is_set() or self._stop_consuming.is_set():
                 # Shutting down: a new connection could not ack the old deliveries anyway.
                 break
@@ -349,7 +354,13 @@ class VhostConsumer(threading.Thread):
     def _ack(self, deliveries: list[PendingDelivery]) -> None:
         try:
             channel = self._channel
-            tags = {item.delivery_tag for item in deliveries if self.holds(item.generation)}
+            # A tag acked twice would close the channel (PRECONDITION_FAILED): only ack tags
+            # this connection still holds.
+            tags = {
+                item.delivery_tag
+                for item in deliveries
+                if self.holds(item.generation) and item.delivery_tag in self._outstanding
+            }
             if channel is None or not tags:
                 return
             # Tags grow in delivery order and _outstanding keeps that order. When the oldest
@@ -372,9 +383,10 @@ class VhostConsumer(threading.Thread):
     def _park_pending(self, deliveries: list[PendingDelivery], reason: str, detail: str) -> None:
         try:
             for pending in deliveries:
-                if self.holds(pending.generation):
-                    self._park(pending.delivery_tag, pending.delivery, reason, detail)
-                    self._outstanding.pop(pending.delivery_tag, None)
+                tag = pending.delivery_tag
+                if self.holds(pending.generation) and tag in self._outstanding:
+                    self._park(tag, pending.delivery, reason, detail)
+                    self._outstanding.pop(tag, None)
         finally:
             self.outbox.settle(deliveries)
 

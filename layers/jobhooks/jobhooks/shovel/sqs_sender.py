@@ -119,7 +119,15 @@ class SqsSender(threading.Thread):
             batch = self._still_ackable(batch)
             if not batch:
                 continue
-            if self.send(batch):
+            try:
+                sent = self.send(batch)
+            except Exception:
+                # A bug must not end a sender with deliveries nobody will settle: log it, put
+                # them back unacked (at worst they are sent twice), carry on.
+                log.exception("sqs_sender_crashed", extra={"fields": {"entries": len(batch)}})
+                self.outbox.retry_now(item for item in batch if not item.settled)
+                sent = False
+            if sent:
                 self._backoff.reset()
             else:
                 self._abandon.wait(self._backoff.next_delay())
