@@ -13,6 +13,7 @@ import importlib.util
 import json
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -366,10 +367,48 @@ def test_fans_out_one_task_per_matching_subscription_with_the_webhook_payload(
         assert task.event_id == event_id
         assert task.tenant_id == "acme"
         assert task.delivery_id == delivery_id_for(event_id, task.subscription_id)
-        assert task.payload == claim["payload"]
+        assert task.payload == zlib.decompress(claim["payload"]).decode()
+    assert sorted(claim["subscription_ids"]) == sorted(
+        [first.subscription_id, second.subscription_id]
+    )
     body = json.loads(tasks[0].payload)
     assert body["type"] == "job.completed"
     assert body["data"]["event_id"] == event_id
+
+
+def dynamodb_item_size(item: dict[str, Any]) -> int:
+    """The size DynamoDB bills a write for (developer guide, "Item sizes"), for the types a
+    claim uses: S, N, B, SS."""
+
+    def value_size(value: dict[str, Any]) -> int:
+        ((kind, content),) = value.items()
+        if kind == "S":
+            return len(content.encode())
+        if kind == "N":
+            digits = content.lstrip("-").replace(".", "").lstrip("0") or "0"
+            return (len(digits) + 1) // 2 + 1
+        if kind == "B":
+            return len(content)
+        if kind == "SS":
+            return sum(len(member.encode()) for member in content)
+        raise AssertionError(f"unexpected attribute type {kind}")
+
+    return sum(len(name.encode()) + value_size(value) for name, value in item.items())
+
+
+def test_a_completed_claim_is_one_write_unit(bridge: Bridge) -> None:
+    # The claim PutItem and its completing UpdateItem are billed per started KB of the item.
+    bridge.subscribe("acme")
+    bridge.subscribe("acme")
+    event = event_for()
+    bridge.send(event)
+    bridge.run()
+
+    item = bridge.dynamodb.get_item(
+        TableName=bridge.claims_table, Key={"event_id": {"S": event_id_of(event)}}
+    )["Item"]
+    print(f"completed claim item: {dynamodb_item_size(item)} B")
+    assert dynamodb_item_size(item) <= 1024
 
 
 def test_the_payload_is_the_outcome_webhook_body(bridge: Bridge) -> None:

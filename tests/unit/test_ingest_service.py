@@ -7,7 +7,7 @@ ports are fakes that write a journal, so the order of side effects is the specif
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -79,7 +79,14 @@ class FakeClaims:
             event.event_id, event.tenant_id, event.event_type, event.job_id, token, lease_ms
         )
 
-    def complete(self, claim: Claim, *, matched: int, payload: str) -> EventRecord:
+    def complete(
+        self,
+        claim: Claim,
+        *,
+        matched: int,
+        payload: str,
+        subscription_ids: Iterable[str] = (),
+    ) -> EventRecord:
         self.journal(f"complete matched={matched}")
         if self.fail_complete is not None:
             raise self.fail_complete
@@ -89,6 +96,7 @@ class FakeClaims:
             matched=matched,
             payload=payload,
             unmatched=matched == 0,
+            subscription_ids=tuple(sorted(subscription_ids)),
         )
         self.items[claim.event_id] = record
         return record
@@ -111,7 +119,9 @@ class FakeClaims:
     ) -> EventPage:
         raise NotImplementedError
 
-    def record_fan_out(self, record: EventRecord, *, matched: int) -> EventRecord:
+    def record_fan_out(
+        self, record: EventRecord, *, matched: int, subscription_ids: Iterable[str] = ()
+    ) -> EventRecord:
         raise NotImplementedError
 
 

@@ -2,12 +2,18 @@
 
 One item per event id. An invocation *claims* the id with one conditional PutItem that carries
 a lease; it fans out; then it *completes* the claim with one conditional UpdateItem, which turns
-the item into the event's record (matched count, webhook payload, tenant). The claim can be taken
-when nobody holds it, when it expired (`expires_at`, seconds; DynamoDB's TTL deletes late, so
-expiry is checked here on every write and read, never left to TTL), or when it is still in
-progress but its lease (`lease_until`, milliseconds) ran out: the owner died. An owner that fails
-cleanly releases its claim at once, conditional on its token, so a retry need not wait for the
-lease.
+the item into the event's record (matched count and subscription ids, webhook payload, tenant).
+The claim can be taken when nobody holds it, when it expired (`expires_at`, seconds; DynamoDB's
+TTL deletes late, so expiry is checked here on every write and read, never left to TTL), or when
+it is still in progress but its lease (`lease_until`, milliseconds) ran out: the owner died. An
+owner that fails cleanly releases its claim at once, conditional on its token, so a retry need
+not wait for the lease.
+
+The completed item is kept under 1 KB, because DynamoDB bills the claim's put and its completing
+update per started KB of the whole item: the webhook payload is stored zlib-compressed (a
+completed body of about 950 B shrinks to about 460 B), and the matched subscription ids are a
+string set, from which the management API derives the event's delivery ids instead of querying
+an index of the deliveries table (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ import base64
 import binascii
 import json
 import secrets
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -86,6 +93,9 @@ class EventRecord:
     matched: int | None = None
     payload: str | None = None
     unmatched: bool = False
+    subscription_ids: tuple[str, ...] | None = None
+    """The subscriptions the event was fanned out to, sorted; None when the record does not say
+    (in progress, or completed before the claim recorded them)."""
 
     def to_dict(self, *, include_payload: bool = True) -> dict[str, Any]:
         """JSON-ready, for the management API and CLI."""
@@ -206,15 +216,23 @@ class ClaimStore:
             return replace(claim, took_over=reason)
         return claim
 
-    def complete(self, claim: Claim, *, matched: int, payload: str) -> EventRecord:
+    def complete(
+        self,
+        claim: Claim,
+        *,
+        matched: int,
+        payload: str,
+        subscription_ids: Iterable[str] = (),
+    ) -> EventRecord:
         """Mark the claim done; raises `ClaimLostError` when it is no longer ours."""
         now = self._clock()
+        fanned_out_to = tuple(sorted(set(subscription_ids)))
         done_at = format_timestamp(now)
         expires_at = _seconds(now) + self._retention_seconds
         values: dict[str, Any] = {
             ":done": {"S": ClaimState.DONE.value},
             ":matched": {"N": str(matched)},
-            ":payload": {"S": payload},
+            ":payload": {"B": _compress(payload)},
             ":tenant": {"S": claim.tenant_id},
             ":event_type": {"S": claim.event_type},
             ":job_id": {"S": claim.job_id},
@@ -228,6 +246,10 @@ class ClaimStore:
             "event_type = :event_type, job_id = :job_id, done_at = :done_at, "
             "expires_at = :expires_at"
         )
+        if fanned_out_to:
+            # DynamoDB refuses an empty set: no subscription, no attribute.
+            update += ", subscription_ids = :subscription_ids"
+            values[":subscription_ids"] = {"SS": list(fanned_out_to)}
         if matched == 0:
             # The sparse `unmatched` index lists it: nothing wanted it, which is worth seeing.
             update += ", unmatched_tenant = :tenant"
@@ -257,6 +279,7 @@ class ClaimStore:
             matched=matched,
             payload=payload,
             unmatched=matched == 0,
+            subscription_ids=fanned_out_to,
         )
 
     def release(self, claim: Claim) -> bool:
@@ -345,9 +368,19 @@ class ClaimStore:
         next_cursor = _encode_cursor(page[-1]) if len(found) > limit else None
         return EventPage(page, next_cursor)
 
-    def record_fan_out(self, record: EventRecord, *, matched: int) -> EventRecord:
-        """After a re-fan-out: the new matched count, and out of (or into) `unmatched`."""
+    def record_fan_out(
+        self, record: EventRecord, *, matched: int, subscription_ids: Iterable[str] = ()
+    ) -> EventRecord:
+        """After a re-fan-out: the new matched count, and out of (or into) `unmatched`.
+
+        `subscription_ids` join the recorded ones (a set union): a subscription that received
+        the event before and no longer matches still has its delivery listed under the event.
+        """
         now = self._clock()
+        # A claim completed before subscription ids were recorded gets none now: a partial set
+        # would hide its earlier deliveries, which the management API finds without one.
+        recorded = record.subscription_ids
+        added = tuple(sorted(set(subscription_ids))) if recorded is not None else ()
         values: dict[str, Any] = {
             ":matched": {"N": str(matched)},
             ":at": {"S": format_timestamp(now)},
@@ -360,6 +393,9 @@ class ClaimStore:
             values[":tenant"] = {"S": record.tenant_id}
         else:
             update += " REMOVE unmatched_tenant"
+        if added:
+            update += " ADD subscription_ids :subscription_ids"
+            values[":subscription_ids"] = {"SS": list(added)}
         try:
             self._dynamodb.update_item(
                 TableName=self.table_name,
@@ -373,7 +409,12 @@ class ClaimStore:
             if is_condition_failure(error):
                 raise EventNotFoundError(record.event_id) from None
             raise AwsServiceError.from_client_error("UpdateItem (re-fan-out)", error) from error
-        return replace(record, matched=matched, unmatched=matched == 0)
+        return replace(
+            record,
+            matched=matched,
+            unmatched=matched == 0,
+            subscription_ids=None if recorded is None else tuple(sorted({*recorded, *added})),
+        )
 
 
 def _record_from_item(item: dict[str, Any]) -> EventRecord:
@@ -388,9 +429,34 @@ def _record_from_item(item: dict[str, Any]) -> EventRecord:
         lease_until_ms=_n(item, "lease_until"),
         done_at=_time(_s(item, "done_at")),
         matched=_n(item, "matched"),
-        payload=_s(item, "payload"),
+        payload=_payload(item),
         unmatched="unmatched_tenant" in item,
+        subscription_ids=_subscription_ids(item),
     )
+
+
+def _compress(payload: str) -> bytes:
+    return zlib.compress(payload.encode("utf-8"), 9)
+
+
+def _payload(item: dict[str, Any]) -> str | None:
+    value = item.get("payload")
+    if not value:
+        return None
+    if "B" in value:
+        return zlib.decompress(value["B"]).decode("utf-8")
+    # Claims completed before the payload was compressed, until the dedup retention ends.
+    return str(value["S"]) if "S" in value else None
+
+
+def _subscription_ids(item: dict[str, Any]) -> tuple[str, ...] | None:
+    value = item.get("subscription_ids")
+    if value and "SS" in value:
+        return tuple(sorted(value["SS"]))
+    if item.get("state", {}).get("S") == ClaimState.DONE.value and _n(item, "matched") == 0:
+        return ()
+    # In progress, or completed before the claim recorded its subscriptions.
+    return None
 
 
 def _s(item: dict[str, Any], name: str) -> str | None:

@@ -6,7 +6,7 @@ subscription store are the DynamoDB and SQS adapters; tests may pass in-memory f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from jobhooks.delivery_task import DeliveryTask
@@ -21,7 +21,14 @@ from jobhooks.subscriptions.model import Subscription
 class EventClaims(Protocol):
     def claim_event(self, event: JobEvent, *, lease_ms: int) -> Claim | Duplicate: ...
 
-    def complete(self, claim: Claim, *, matched: int, payload: str) -> EventRecord: ...
+    def complete(
+        self,
+        claim: Claim,
+        *,
+        matched: int,
+        payload: str,
+        subscription_ids: Iterable[str] = (),
+    ) -> EventRecord: ...
 
     def release(self, claim: Claim) -> bool: ...
 
@@ -33,7 +40,9 @@ class EventClaims(Protocol):
         self, tenant_id: str, *, limit: int = ..., cursor: str | None = None
     ) -> EventPage: ...
 
-    def record_fan_out(self, record: EventRecord, *, matched: int) -> EventRecord: ...
+    def record_fan_out(
+        self, record: EventRecord, *, matched: int, subscription_ids: Iterable[str] = ()
+    ) -> EventRecord: ...
 
 
 class Quarantine(Protocol):

@@ -206,7 +206,12 @@ class IngestService:
             )
             if tasks:
                 self.deliveries.enqueue(event.event_id, tasks)
-            record = self.claims.complete(claim, matched=len(tasks), payload=payload)
+            record = self.claims.complete(
+                claim,
+                matched=len(tasks),
+                payload=payload,
+                subscription_ids=[task.subscription_id for task in tasks],
+            )
         except ClaimLostError:
             raise  # someone else owns it now: nothing of ours to release
         except Exception as error:
@@ -255,7 +260,9 @@ class IngestService:
         )
         if tasks:
             self.deliveries.enqueue(record.event_id, tasks)
-        self.claims.record_fan_out(record, matched=len(tasks))
+        self.claims.record_fan_out(
+            record, matched=len(tasks), subscription_ids=[task.subscription_id for task in tasks]
+        )
         return FanOutResult(
             record.event_id, len(tasks), tuple(task.subscription_id for task in tasks)
         )
