@@ -55,7 +55,7 @@ def start_receiver(latency: float) -> http.server.ThreadingHTTPServer:
 def create_resources(dynamodb: Any, sqs: Any, kms: Any) -> tuple[str, str, str]:
     strings = [
         {"AttributeName": n, "AttributeType": "S"}
-        for n in ("delivery_id", "subscription_id", "created_at", "event_id")
+        for n in ("delivery_id", "subscription_id", "created_at")
     ]
     dynamodb.create_table(
         TableName=DELIVERIES,
@@ -68,14 +68,6 @@ def create_resources(dynamodb: Any, sqs: Any, kms: Any) -> tuple[str, str, str]:
                 "KeySchema": [
                     {"AttributeName": "subscription_id", "KeyType": "HASH"},
                     {"AttributeName": "created_at", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            },
-            {
-                "IndexName": "by_event",
-                "KeySchema": [
-                    {"AttributeName": "event_id", "KeyType": "HASH"},
-                    {"AttributeName": "subscription_id", "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "ALL"},
             },

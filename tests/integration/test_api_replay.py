@@ -180,3 +180,40 @@ def test_quarantined_message_is_replayed_after_the_key_rotation_and_with_stale_o
     marked = api.get(f"/v1/quarantine/{mismatch_id}").body
     assert marked["status"] == "replayed"
     assert marked["replay_outcome"] == "accepted"
+
+
+def test_an_events_deliveries_are_listed_from_the_subscriptions_its_claim_records(
+    stack: LocalResources, api: InProcessApi, bridge: Bridge, receiver: Receiver
+) -> None:
+    first, _ = subscribe(api, "acme", receiver.url)
+    event = make_job_event(demo_key(), tenant_id="acme")
+    event_id = event.headers["ce-id"].decode()  # type: ignore[union-attr]
+    bridge.publish(event.forwarded().to_json())
+    bridge.ingest()
+    bridge.deliver()
+    # A replay to a subscription added later joins the recorded ones; the first one, disabled
+    # meanwhile, no longer matches but its delivery stays listed.
+    second, _ = subscribe(api, "acme", receiver.url)
+    disabled = api.patch(f"/v1/subscriptions/{first}", {"status": "disabled"})
+    assert disabled.status == 200, disabled.text
+    assert api.post(f"/v1/events/{event_id}/replay").status == 202
+    bridge.deliver()
+
+    def listed(**query: Any) -> list[str]:
+        answer = api.get("/v1/deliveries", event_id=event_id, **query)
+        assert answer.status == 200, answer.text
+        return [delivery["subscription_id"] for delivery in answer.body["deliveries"]]
+
+    assert listed() == sorted([first, second])
+    assert listed(tenant_id="globex") == []
+    paged = api.get("/v1/deliveries", event_id=event_id, limit=1)
+    assert paged.body["next_cursor"] is not None
+
+    # A claim completed before it recorded its subscriptions: the tenant's stand in for them.
+    dynamodb = boto3.session.Session().client("dynamodb")
+    dynamodb.update_item(
+        TableName=stack.table_name("ClaimsTable"),
+        Key={"event_id": {"S": event_id}},
+        UpdateExpression="REMOVE subscription_ids",
+    )
+    assert listed() == sorted([first, second])

@@ -131,10 +131,37 @@ def test_an_events_deliveries_list_one_per_subscription(bench: DeliveryBench) ->
             make_task("fetcher.job.failed.j-9", subscription_id), DeliveryStatus.PENDING
         )
 
-    page = bench.log.list_by_event("fetcher.job.failed.j-9")
+    page = bench.log.list_by_event(
+        "fetcher.job.failed.j-9", subscription_ids=["sub_c", "sub_a", "sub_b", "sub_never"]
+    )
 
     assert [record.subscription_id for record in page.deliveries] == ["sub_a", "sub_b", "sub_c"]
     assert page.next_cursor is None
+
+
+def test_an_events_deliveries_page_on_subscription_id(bench: DeliveryBench) -> None:
+    subscription_ids = [f"sub_{n}" for n in range(5)]
+    for subscription_id in subscription_ids:
+        bench.log.record_attempt(
+            make_task("fetcher.job.failed.j-8", subscription_id), DeliveryStatus.PENDING
+        )
+
+    pages = []
+    cursor = None
+    while True:
+        page = bench.log.list_by_event(
+            "fetcher.job.failed.j-8", subscription_ids=subscription_ids, limit=2, cursor=cursor
+        )
+        pages.append([record.subscription_id for record in page.deliveries])
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+
+    assert pages == [["sub_0", "sub_1"], ["sub_2", "sub_3"], ["sub_4"]]
+    listed = bench.log.list_by_event(
+        "fetcher.job.failed.j-8", subscription_ids=subscription_ids, tenant_id="globex"
+    )
+    assert listed.deliveries == ()
 
 
 def test_a_cursor_only_continues_the_listing_it_came_from(bench: DeliveryBench) -> None:
@@ -147,7 +174,7 @@ def test_a_cursor_only_continues_the_listing_it_came_from(bench: DeliveryBench) 
     with pytest.raises(InvalidDeliveryCursorError):
         bench.log.list_by_subscription("sub_b", cursor=cursor)
     with pytest.raises(InvalidDeliveryCursorError):
-        bench.log.list_by_event("sub_a", cursor=cursor)
+        bench.log.list_by_event("sub_a", subscription_ids=["sub_a"], cursor=cursor)
     with pytest.raises(InvalidDeliveryCursorError):
         bench.log.list_by_subscription("sub_a", cursor="not-a-cursor")
     with pytest.raises(InvalidDeliveryPageSizeError):

@@ -14,8 +14,12 @@ is what someone debugs, so it keeps more. A log longer than `MAX_LOGGED_ATTEMPTS
 by repeated replays) stops growing; `attempt_count` keeps counting.
 
 The management API reads through `get`, `list_by_subscription` (GSI `by_subscription`, newest
-first) and `list_by_event` (GSI `by_event`). DynamoDB's TTL deletes lazily, so `expires_at` is
-checked here on every read: an expired delivery is not found and not listed.
+first) and `list_by_event`. An event's deliveries need no index: their ids are derived from
+(event, subscription) (`delivery_id_for`), so given the subscriptions the event was fanned out
+to (the caller reads them from the event's claim) one `BatchGetItem` finds them. An index would
+be written with every attempt, one more write unit each, to serve a rare operator read.
+DynamoDB's TTL deletes lazily, so `expires_at` is checked here on every read: an expired
+delivery is not found and not listed.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import base64
 import binascii
 import functools
 import json
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -33,11 +38,17 @@ from typing import Any, ClassVar, Final
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobhooks.delivery_task import DeliveryTask
+from jobhooks.delivery_task import DeliveryTask, delivery_id_for
 from jobhooks.subscriptions.model import to_stored_precision, utc_now
 
 BY_SUBSCRIPTION_INDEX: Final = "by_subscription"
-BY_EVENT_INDEX: Final = "by_event"
+# Not an index any more, but the name event cursors carry (cursors stay valid across it).
+BY_EVENT_LISTING: Final = "by_event"
+# BatchGetItem takes at most 100 keys; what it leaves unprocessed (throttling) is asked again
+# this many times, backing off, before the read fails.
+MAX_BATCH_GET_KEYS: Final = 100
+BATCH_GET_ROUNDS: Final = 6
+BATCH_GET_BACKOFF_SECONDS: Final = 0.05
 DEFAULT_RETENTION_DAYS: Final = 30
 DEFAULT_PAGE_SIZE: Final = 50
 MAX_PAGE_SIZE: Final = 100
@@ -96,6 +107,15 @@ class InvalidDeliveryCursorError(DeliveryLogError):
         super().__init__(
             "the cursor is not one this listing returned for this subscription or event; "
             "start again without a cursor"
+        )
+
+
+class DeliveryLogBusyError(DeliveryLogError):
+    code = "deliveries_busy"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the attempt log is throttling reads right now; try again in a few seconds"
         )
 
 
@@ -182,11 +202,13 @@ class AttemptLog:
         *,
         retention_days: int = DEFAULT_RETENTION_DAYS,
         clock: Callable[[], datetime] = utc_now,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.table_name = table_name
         self._dynamodb = dynamodb
         self._retention = timedelta(days=retention_days)
         self._clock = clock
+        self._sleep = sleep
 
     # -- the deliver side --------------------------------------------------------------------
 
@@ -308,18 +330,40 @@ class AttemptLog:
         self,
         event_id: str,
         *,
+        subscription_ids: Iterable[str],
         tenant_id: str | None = None,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
     ) -> DeliveryPage:
-        """One page of an event's deliveries, one per subscription (GSI `by_event`)."""
-        return self._list(
-            _Listing(BY_EVENT_INDEX, "event_id", "subscription_id", newest_first=False),
-            event_id,
-            tenant_id=tenant_id,
-            limit=limit,
-            cursor=cursor,
-        )
+        """One page of an event's deliveries, one per subscription, by subscription id.
+
+        `subscription_ids` are the subscriptions the event went to (its claim records them);
+        each one's delivery id is derived and read with `BatchGetItem`. A subscription with no
+        delivery recorded (not yet delivered, or expired) is simply not listed.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
+            raise InvalidDeliveryPageSizeError()
+        listing = _Listing(BY_EVENT_LISTING, "event_id", "subscription_id", newest_first=False)
+        after = None
+        if cursor:
+            after = listing.decode_cursor(cursor, event_id)["subscription_id"]["S"]
+        remaining = sorted({s for s in subscription_ids if after is None or s > after})
+        found: list[DeliveryRecord] = []
+        # One more than asked, so the last page says so instead of handing out a dead cursor.
+        while remaining and len(found) <= limit:
+            batch_size = min(MAX_BATCH_GET_KEYS, limit + 1 - len(found))
+            batch, remaining = remaining[:batch_size], remaining[batch_size:]
+            items = self._batch_get([delivery_id_for(event_id, s) for s in batch])
+            records = sorted((_from_item(item) for item in items), key=_by_subscription)
+            for record in records:
+                if not self._is_live(record):
+                    continue
+                if tenant_id is not None and record.tenant_id != tenant_id:
+                    continue
+                found.append(record)
+        page = tuple(found[:limit])
+        next_cursor = listing.encode_cursor(event_id, page[-1]) if len(found) > limit else None
+        return DeliveryPage(page, next_cursor)
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -352,6 +396,22 @@ class AttemptLog:
         page = tuple(found[:limit])
         next_cursor = listing.encode_cursor(partition, page[-1]) if len(found) > limit else None
         return DeliveryPage(page, next_cursor)
+
+    def _batch_get(self, delivery_ids: list[str]) -> list[dict[str, Any]]:
+        """The items of `delivery_ids` that exist, in no order; retries unprocessed keys."""
+        items: list[dict[str, Any]] = []
+        keys: list[dict[str, Any]] = [{"delivery_id": {"S": d}} for d in delivery_ids]
+        for round_ in range(BATCH_GET_ROUNDS):
+            if round_:
+                self._sleep(BATCH_GET_BACKOFF_SECONDS * 2 ** (round_ - 1))
+            response = self._dynamodb.batch_get_item(RequestItems={self.table_name: {"Keys": keys}})
+            items.extend(response.get("Responses", {}).get(self.table_name, []))
+            # DynamoDB answers 200 with the keys it had no capacity for (botocore does not retry
+            # them): they are asked again, after a pause.
+            keys = response.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", [])
+            if not keys:
+                return items
+        raise DeliveryLogBusyError()
 
     def _query(
         self, listing: _Listing, partition: str, start_key: dict[str, Any] | None, batch: int
@@ -443,6 +503,10 @@ def _attempt_from_map(attributes: dict[str, Any]) -> DeliveryAttempt:
     )
 
 
+def _by_subscription(record: DeliveryRecord) -> str:
+    return record.subscription_id
+
+
 def _optional(item: dict[str, Any], name: str) -> str | None:
     return str(item[name]["S"]) if name in item else None
 
@@ -525,7 +589,8 @@ class _Update:
 
 @dataclass(frozen=True)
 class _Listing:
-    """One GSI listing: its partition key and sort key, and how its cursor is bound to it."""
+    """One listing (a GSI's, or an event's): its partition and sort attributes, and how its
+    cursor is bound to it."""
 
     index: str
     partition_key: str

@@ -4,6 +4,12 @@ The attempt log (`jobhooks.delivery.attempt_log`) holds no webhook body; a repla
 the event's record in the claims table, which keeps it for the dedup retention (7 days by
 default). A replayed task carries `replay: true`, so the deliver function POSTs it even after a
 recorded success, under the same `webhook-id` (receivers deduplicate on it).
+
+An event's deliveries are found from the subscriptions its claim records (`subscription_ids`):
+their delivery ids are derived, so no index of the deliveries table is needed. Deliveries are
+kept longer (30 days) than claims (the dedup retention), and claims completed before the ids
+were recorded have none; then the tenant's current subscriptions stand in for them, which
+misses only the deliveries of a subscription deleted since.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from jobhooks.management.models import (
     ReplayedDelivery,
 )
 from jobhooks.outcome import format_timestamp
+from jobhooks.subscriptions.store import MAX_PAGE_SIZE as MAX_SUBSCRIPTIONS_PAGE
 
 
 def list_deliveries(
@@ -42,12 +49,41 @@ def list_deliveries(
     else:
         assert event_id is not None
         page = context.attempt_log.list_by_event(
-            event_id, tenant_id=tenant_id, limit=limit, cursor=cursor
+            event_id,
+            subscription_ids=event_subscription_ids(context, event_id, tenant_id=tenant_id),
+            tenant_id=tenant_id,
+            limit=limit,
+            cursor=cursor,
         )
     return DeliveryPage(
         deliveries=[delivery_summary(record) for record in page.deliveries],
         next_cursor=page.next_cursor,
     )
+
+
+def event_subscription_ids(
+    context: ManagementContext, event_id: str, *, tenant_id: str | None = None
+) -> tuple[str, ...]:
+    """The subscriptions whose deliveries of `event_id` may exist (module docstring)."""
+    record = context.claims.get(event_id)
+    if record is not None:
+        if tenant_id is not None and record.tenant_id != tenant_id:
+            return ()
+        if record.subscription_ids is not None:
+            return record.subscription_ids
+        tenant_id = record.tenant_id
+    if not tenant_id:
+        return ()  # no claim and no tenant: nothing to derive the delivery ids from
+    found: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = context.subscriptions.list_by_tenant(
+            tenant_id, limit=MAX_SUBSCRIPTIONS_PAGE, cursor=cursor
+        )
+        found.extend(subscription.subscription_id for subscription in page.subscriptions)
+        cursor = page.next_cursor
+        if cursor is None:
+            return tuple(found)
 
 
 def get_delivery(

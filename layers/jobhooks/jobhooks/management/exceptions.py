@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from jobhooks.delivery.attempt_log import (
+    DeliveryLogBusyError,
     DeliveryLogError,
     DeliveryNotFoundError,
     InvalidDeliveryCursorError,
@@ -151,6 +152,7 @@ _SUBSCRIPTION_FIELDS: Final[dict[type[SubscriptionError], str]] = {
 
 _DELIVERY_LOG_STATUSES: Final[dict[type[DeliveryLogError], tuple[HTTPStatus, str | None]]] = {
     DeliveryNotFoundError: (HTTPStatus.NOT_FOUND, None),
+    DeliveryLogBusyError: (HTTPStatus.SERVICE_UNAVAILABLE, None),
     InvalidDeliveryCursorError: (HTTPStatus.UNPROCESSABLE_ENTITY, "cursor"),
     InvalidDeliveryPageSizeError: (HTTPStatus.UNPROCESSABLE_ENTITY, "limit"),
 }

@@ -1,0 +1,90 @@
+"""Listing an event's deliveries by derived ids: what BatchGetItem leaves unprocessed is asked
+again, and a read that stays throttled fails with a code an operator can act on."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from jobhooks.delivery.attempt_log import BATCH_GET_ROUNDS, AttemptLog, DeliveryLogBusyError
+from jobhooks.delivery_task import delivery_id_for
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+EVENT = "fetcher.job.completed.j-1"
+
+
+def stored(subscription_id: str) -> dict[str, Any]:
+    return {
+        "delivery_id": {"S": delivery_id_for(EVENT, subscription_id)},
+        "event_id": {"S": EVENT},
+        "webhook_id": {"S": "msg_1"},
+        "subscription_id": {"S": subscription_id},
+        "tenant_id": {"S": "acme"},
+        "event_type": {"S": "job.completed"},
+        "status": {"S": "succeeded"},
+        "created_at": {"S": "2026-03-01T11:59:00.000Z"},
+        "updated_at": {"S": "2026-03-01T11:59:00.000Z"},
+        "expires_at": {"N": str(int(NOW.timestamp()) + 86400)},
+    }
+
+
+class ThrottlingDynamoDB:
+    """Answers each BatchGetItem with one item and leaves the rest unprocessed, `stingy` times."""
+
+    def __init__(self, items: dict[str, dict[str, Any]], stingy: int) -> None:
+        self.items = items
+        self.stingy = stingy
+        self.requests: list[list[str]] = []
+
+    def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+        ((table, request),) = RequestItems.items()
+        keys = [key["delivery_id"]["S"] for key in request["Keys"]]
+        self.requests.append(keys)
+        served, left = (keys[:1], keys[1:]) if self.stingy > 0 else (keys, [])
+        self.stingy -= 1
+        response: dict[str, Any] = {
+            "Responses": {table: [self.items[k] for k in served if k in self.items]}
+        }
+        if left:
+            response["UnprocessedKeys"] = {
+                table: {"Keys": [{"delivery_id": {"S": k}} for k in left]}
+            }
+        return response
+
+
+def log_over(dynamodb: ThrottlingDynamoDB, sleeps: list[float]) -> AttemptLog:
+    return AttemptLog("deliveries", dynamodb, clock=lambda: NOW, sleep=sleeps.append)
+
+
+def test_unprocessed_keys_are_asked_again_after_a_pause() -> None:
+    subscriptions = ["sub_c", "sub_a", "sub_b"]
+    dynamodb = ThrottlingDynamoDB(
+        {delivery_id_for(EVENT, s): stored(s) for s in subscriptions}, stingy=2
+    )
+    sleeps: list[float] = []
+
+    page = log_over(dynamodb, sleeps).list_by_event(EVENT, subscription_ids=subscriptions)
+
+    assert [r.subscription_id for r in page.deliveries] == ["sub_a", "sub_b", "sub_c"]
+    assert [len(keys) for keys in dynamodb.requests] == [3, 2, 1]
+    assert len(sleeps) == 2 and sleeps[0] < sleeps[1]
+
+
+def test_keys_still_unprocessed_after_the_last_round_fail_as_busy() -> None:
+    subscriptions = [f"sub_{n}" for n in range(BATCH_GET_ROUNDS + 1)]
+    dynamodb = ThrottlingDynamoDB({}, stingy=1_000)
+
+    with pytest.raises(DeliveryLogBusyError) as raised:
+        log_over(dynamodb, []).list_by_event(EVENT, subscription_ids=subscriptions)
+
+    assert raised.value.code == "deliveries_busy"
+
+
+def test_an_event_without_subscriptions_reads_nothing() -> None:
+    dynamodb = ThrottlingDynamoDB({}, stingy=0)
+
+    page = log_over(dynamodb, []).list_by_event(EVENT, subscription_ids=[])
+
+    assert page.deliveries == () and page.next_cursor is None
+    assert dynamodb.requests == []
