@@ -183,9 +183,11 @@ class PacedPublisher(threading.Thread):
         self.error: BaseException | None = None
 
     def run(self) -> None:
+        # About 200 messages a second: slower than the shovel forwards, so the stream is still
+        # flowing when a test strikes, on a fast machine too.
         try:
-            for start in range(0, len(self.messages), 50):
-                chunk = self.messages[start : start + 50]
+            for start in range(0, len(self.messages), 20):
+                chunk = self.messages[start : start + 20]
                 self.published += publish_confirmed(self.url, self.exchange, chunk)
                 time.sleep(0.1)
         except BaseException as error:  # reported by the test thread
@@ -408,7 +410,8 @@ def test_sigterm_drains_in_flight_messages_and_exits_zero(
     collector: SqsCollector,
     start_shovel: ShovelFactory,
 ) -> None:
-    messages = [fetcher_job_event(index) for index in range(600)]
+    # More than the shovel can forward before the signal, wherever the suite runs.
+    messages = [fetcher_job_event(index) for index in range(1500)]
     shovel = start_shovel(
         *shovel_args(rabbitmq, ingest_queue, amqp_names), "--shutdown-timeout", "10"
     )
