@@ -6,6 +6,7 @@ ports are fakes that write a journal, so the order of side effects is the specif
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -392,8 +393,13 @@ def test_a_signature_mismatch_re_reads_the_keys_once_before_quarantining(
 
 
 def test_a_duplicate_claimed_by_another_tenant_is_logged_as_an_error(
-    world: World, caplog: pytest.LogCaptureFixture
+    world: World, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Listen on the ingest logger itself: other tests in the session (Powertools loggers, the
+    # shovel's and the local stack's log routing) may change what reaches the root logger.
+    ingest_logger = logging.getLogger("jobhooks.ingest")
+    monkeypatch.setattr(ingest_logger, "handlers", [*ingest_logger.handlers, caplog.handler])
+    monkeypatch.setattr(ingest_logger, "propagate", False)
     world.subscriptions.subscriptions.append(subscription("globex"))
     world.service.ingest_record(message(signed(job_id="same-job", tenant_id="acme")))
 
