@@ -17,7 +17,7 @@ echo "== mypy (strict)" && .venv/bin/mypy
 if [ -x scripts/check-template.sh ]; then echo "== template" && scripts/check-template.sh; fi
 echo "== pytest"
 set +e
-.venv/bin/pytest -q -p no:cacheprovider
+.venv/bin/pytest -q -p no:cacheprovider --durations=15
 status=$?
 set -e
 # pytest exits 5 when it collected nothing: that is a failure here, never a pass.
