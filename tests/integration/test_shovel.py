@@ -481,3 +481,28 @@ def test_a_queue_of_another_type_stops_the_shovel_with_a_clear_reason(
     assert quorum.process.wait(timeout=30) == 1
     assert "--queue-type" in quorum.log_tail()
     assert "already exists with other settings" in quorum.log_tail()
+
+
+def test_two_shovels_share_one_queue_and_forward_each_message_once(
+    rabbitmq: RabbitMQBroker,
+    amqp_names: AmqpNames,
+    ingest_queue: str,
+    collector: SqsCollector,
+    start_shovel: ShovelFactory,
+) -> None:
+    messages = [fetcher_job_event(index) for index in range(300)]
+    # One sender each: moto's server answers one call at a time anyway.
+    args = shovel_args(rabbitmq, ingest_queue, amqp_names, "--prefetch", "20", "--senders", "1")
+    first, second = start_shovel(*args), start_shovel(*args)
+    first.wait_until_consuming()
+    second.wait_until_consuming()
+
+    publish_confirmed(rabbitmq.url, amqp_names.exchange, messages)
+    seen = collector.wait_for({ce_id_of(message) for message in messages})
+
+    assert set(seen.values()) == {1}
+    shares = [shovel.metric("jobhooks_shovel_forwarded_total") for shovel in (first, second)]
+    assert sum(shares) == len(messages)
+    assert min(shares) > 0, "both instances take part"
+    assert first.terminate() == 0
+    assert second.terminate() == 0
