@@ -109,3 +109,12 @@ def test_properties_from_amqp_keeps_only_what_was_set() -> None:
         "delivery_mode": 2,
         "timestamp": 1783900800,
     }
+
+
+def test_non_finite_floats_travel_as_strict_json() -> None:
+    message = ForwardedMessage("x", "job.completed", b"", {"n": float("nan"), "i": float("-inf")})
+    text = message.to_json()
+    json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
+    assert '["n","float","nan"]' in text and '["i","float","-inf"]' in text
+    headers = ForwardedMessage.from_json(text).headers
+    assert headers["i"] == float("-inf") and headers["n"] != headers["n"]  # NaN

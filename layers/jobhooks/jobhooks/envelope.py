@@ -8,6 +8,9 @@ separately, so the reader accepts exactly `jobhooks.amqp/1` and rejects everythi
 Header values keep their AMQP type through Python types: `str` (AMQP long string), `bytes`
 (byte array), `int`, `float`, `bool`, `None` (void), `Decimal`, `datetime` (timestamp, UTC),
 `list` (array) and `dict` (nested table, insertion-ordered).
+
+The body is strict JSON: a non-finite float header (which the contract's "JSON number" cannot
+express) is written as the string `nan`, `inf` or `-inf` with type `float`.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -23,6 +27,8 @@ from typing import Any
 from jobhooks.rejection import Reason, RejectedMessageError
 
 FORMAT = "jobhooks.amqp/1"
+# Non-finite floats, as `repr` writes them and `float()` reads them.
+_NON_FINITE = ("nan", "inf", "-inf")
 
 # SQS accepts at most 1 MiB per message (body plus attributes).
 SQS_MAX_MESSAGE_BYTES = 1_048_576
@@ -82,7 +88,7 @@ class ForwardedMessage:
             "headers": [[name, *_encode_value(value)] for name, value in self.headers.items()],
             "body": base64.b64encode(self.body).decode("ascii"),
         }
-        return json.dumps(document, separators=(",", ":"), ensure_ascii=True)
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ForwardedMessage:
@@ -171,7 +177,8 @@ def _encode_value(value: HeaderValue) -> list[Any]:
     if isinstance(value, int):
         return ["int", value]
     if isinstance(value, float):
-        return ["float", value]
+        # JSON has no NaN or infinities; they travel as the strings Python's float() reads back.
+        return ["float", value if math.isfinite(value) else repr(value)]
     if value is None:
         return ["null", None]
     if isinstance(value, Decimal):
@@ -212,6 +219,8 @@ def _decode_value(kind: Any, raw: Any, where: str) -> HeaderValue:
         case "int" if type(raw) is int:
             return raw
         case "float" if type(raw) in (float, int):
+            return float(raw)
+        case "float" if raw in _NON_FINITE:
             return float(raw)
         case "bool" if type(raw) is bool:
             return raw

@@ -49,10 +49,10 @@ class MotoServer:
         return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> MotoServer:
-        executable = shutil.which("moto_server") or str(
-            Path(sys.executable).with_name("moto_server")
-        )
-        if not Path(executable).exists():
+        # This interpreter's own moto first: another Python on PATH may carry another version.
+        beside = Path(sys.executable).with_name("moto_server")
+        executable = str(beside) if beside.exists() else shutil.which("moto_server") or ""
+        if not executable:
             raise RuntimeError(
                 "moto_server was not found: install the dev extras (pip install 'jobhooks[dev]')"
             )
