@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobhooks.envelope import ForwardedMessage, properties_from_amqp
+from jobhooks.verification import header_text
 
 # SQS counts the body plus each attribute's name, data type and value against its size limit.
 _STRING = "String"
@@ -33,7 +34,7 @@ class Delivery:
 
     @property
     def ce_id(self) -> str | None:
-        return _text(self.headers.get("ce-id"))
+        return header_text(self.headers.get("ce-id"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,14 +89,3 @@ def sqs_size(body: str, attributes: dict[str, dict[str, str]]) -> int:
         size += len(name.encode("utf-8")) + len(attribute["DataType"].encode("utf-8"))
         size += len(attribute["StringValue"].encode("utf-8"))
     return size
-
-
-def _text(value: Any) -> str | None:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    return None
