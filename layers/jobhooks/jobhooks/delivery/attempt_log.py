@@ -39,6 +39,7 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
+from jobhooks.errors import JobhooksError
 from jobhooks.subscriptions.model import to_stored_precision, utc_now
 
 BY_SUBSCRIPTION_INDEX: Final = "by_subscription"
@@ -72,20 +73,10 @@ class DeliveryStatus(StrEnum):
 # -- errors --------------------------------------------------------------------------------------
 
 
-class DeliveryLogError(Exception):
+class DeliveryLogError(JobhooksError):
     """Base class: `code` is stable (API bodies, CLI output), `message` says what to do."""
 
     code: ClassVar[str] = "delivery_error"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
-
-    def as_dict(self) -> dict[str, str]:
-        return {"error": self.code, "message": self.message}
 
 
 class DeliveryNotFoundError(DeliveryLogError):

@@ -10,21 +10,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from jobhooks.errors import JobhooksError
 
-class IngestError(Exception):
+
+class IngestError(JobhooksError):
     """Base class: `code` is stable, `message` is a sentence for the operator."""
 
     code: ClassVar[str] = "ingest_error"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
-
-    def as_dict(self) -> dict[str, str]:
-        return {"error": self.code, "message": self.message}
 
 
 class ClaimInProgressError(IngestError):

@@ -8,21 +8,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from jobhooks.errors import JobhooksError
 
-class SubscriptionError(Exception):
+
+class SubscriptionError(JobhooksError):
     """Base class: `code` is stable, `message` is a sentence for the user."""
 
     code: ClassVar[str] = "subscription_error"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
-
-    def as_dict(self) -> dict[str, str]:
-        return {"error": self.code, "message": self.message}
 
 
 class SubscriptionNotFoundError(SubscriptionError):
