@@ -198,19 +198,24 @@ def _decode_table(entries: Any, where: str) -> dict[str, HeaderValue]:
         raise _malformed(f"{where} must be a list of [name, type, value]")
     table: dict[str, HeaderValue] = {}
     for index, entry in enumerate(entries):
-        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)):
+        if not (type(entry) is list and len(entry) == 3 and type(entry[0]) is str):
             raise _malformed(f"{where}[{index}] must be [name, type, value]")
         name, kind, raw = entry
-        table[name] = _decode_value(kind, raw, f"{where}[{name!r}]")
+        # Every Fetcher header is a byte array or a string: those take the short path, and the
+        # location for an error message is only formatted when there is an error.
+        if kind == "str" and type(raw) is str:
+            table[name] = raw
+        elif kind == "bytes" and type(raw) is str:
+            try:
+                table[name] = binascii.a2b_base64(raw.encode("ascii"), strict_mode=True)
+            except (binascii.Error, UnicodeEncodeError):
+                raise _malformed(f"{where}[{name!r}] is not standard base64") from None
+        else:
+            table[name] = _decode_value(kind, raw, f"{where}[{name!r}]")
     return table
 
 
 def _decode_value(kind: Any, raw: Any, where: str) -> HeaderValue:
-    # Fetcher's headers are byte arrays and strings: decide those before the general match.
-    if kind == "bytes" and type(raw) is str:
-        return _b64decode(raw, where)
-    if kind == "str" and type(raw) is str:
-        return raw
     match kind:
         case "str" if isinstance(raw, str):
             return raw
