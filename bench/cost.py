@@ -69,7 +69,7 @@ class Price:
     source: str
 
 
-# us-east-1 list prices, from /work/shared/notes/aws-facts.md section 5 (stored copies of
+# us-east-1 list prices, from the project notes aws-facts.md, section 5 (stored copies of
 # third-party pages and AWS whitepapers, 2025-2026), except where the source says otherwise.
 # Re-check every one against aws.amazon.com/<service>/pricing before quoting a figure.
 PRICES: Final = {
