@@ -236,7 +236,17 @@ def main() -> None:
         queue_arn = resources.arns["IngestQueue"]
 
         def drain() -> None:
-            sqs.purge_queue(QueueUrl=delivery_queue)
+            # Receive and delete: SQS (and moto) allow one PurgeQueue per queue a minute.
+            while messages := sqs.receive_message(
+                QueueUrl=delivery_queue, MaxNumberOfMessages=10, WaitTimeSeconds=0
+            ).get("Messages"):
+                sqs.delete_message_batch(
+                    QueueUrl=delivery_queue,
+                    Entries=[
+                        {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]}
+                        for n, m in enumerate(messages)
+                    ],
+                )
 
         counter = RequestCounter()
         session = boto3.session.Session()

@@ -282,10 +282,14 @@ def open_bridge(
 def _empty(stack: LocalResources, session: boto3.session.Session) -> None:
     sqs, dynamodb = session.client("sqs"), session.client("dynamodb")
     resources = load_template()["Resources"]
+    queues = [name for name, kind in stack.types.items() if kind == "AWS::SQS::Queue"]
+    # Deleted and provisioned again rather than purged: moto allows one PurgeQueue per queue a
+    # minute, as SQS does, and a purge would not reach messages left in flight anyway.
+    for logical_id in queues:
+        sqs.delete_queue(QueueUrl=stack.refs[logical_id])
+    provision(fetcher_keys=[demo_key().hex], endpoint_url=stack.endpoint_url)
     for logical_id, resource_type in stack.types.items():
-        if resource_type == "AWS::SQS::Queue":
-            sqs.purge_queue(QueueUrl=stack.refs[logical_id])
-        elif resource_type == "AWS::DynamoDB::Table":
+        if resource_type == "AWS::DynamoDB::Table":
             table = stack.refs[logical_id]
             schema = resources[logical_id]["Properties"]["KeySchema"]
             names = ", ".join(key["AttributeName"] for key in schema)
