@@ -76,7 +76,6 @@ LOCAL_ONLY_SETTINGS: Final = {
     # The demo receiver and your own test endpoints listen on loopback over plain http.
     "JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS": "true",
     # A webhook added with the CLI is matched and delivered within 2 s, not after 30.
-    "JOBHOOKS_SUBSCRIPTIONS_CACHE_SECONDS": "2",
     "JOBHOOKS_SUBSCRIPTION_CACHE_SECONDS": "2",
     # A local receiver that hangs should show up as a timeout quickly.
     "JOBHOOKS_DELIVERY_TIMEOUT_SECONDS": "5",
