@@ -23,6 +23,7 @@ from jobhooks.ingest import (
     IngestService,
     QuarantinedMessage,
 )
+from jobhooks.ingest.busy_records import BusyRecords
 from jobhooks.ingest.claims import Claim, ClaimState, Duplicate, EventPage, EventRecord
 from jobhooks.ingest.fetcher_keys import StaticKeys
 from jobhooks.ingest.inbound import InboundMessage
@@ -410,3 +411,44 @@ def test_a_duplicate_claimed_by_another_tenant_is_logged_as_an_error(
     (error,) = [r for r in caplog.records if r.levelname == "ERROR"]
     assert (error.tenant_id, error.ingested_for_tenant) == ("globex", "acme")  # type: ignore[attr-defined]
     assert [task.tenant_id for task in world.deliveries.sent] == ["acme"]
+
+
+class RecordingSqs:
+    def __init__(self, error: Exception | None = None) -> None:
+        self.calls: list[dict[str, object]] = []
+        self.error = error
+
+    def change_message_visibility(self, **request: object) -> None:
+        self.calls.append(request)
+        if self.error is not None:
+            raise self.error
+
+
+def test_a_record_whose_claim_is_busy_comes_back_when_the_lease_ends(world: World) -> None:
+    sqs = RecordingSqs()
+    world.service.busy_records = BusyRecords("queue-url", sqs, clock=lambda: NOW)
+    event = signed(job_id="busy-job")
+    world.service.ingest_record(message(event))
+    record = world.claims.items["fetcher.job.completed.busy-job"]
+    lease_until_ms = int(NOW.timestamp() * 1000) + 12_300
+    world.claims.items[record.event_id] = replace(
+        record, state=ClaimState.IN_PROGRESS, lease_until_ms=lease_until_ms
+    )
+
+    copy = replace(message(event, "m-2"), receipt_handle="rh-2")
+    with pytest.raises(ClaimInProgressError):
+        world.service.ingest_record(copy)
+
+    # 12.3 s of lease left: visible again one second after it ends, not after 180 s.
+    assert sqs.calls == [
+        {"QueueUrl": "queue-url", "ReceiptHandle": "rh-2", "VisibilityTimeout": 14}
+    ]
+
+
+def test_a_failed_visibility_change_still_leaves_the_record_for_retry() -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    sqs = RecordingSqs(EndpointConnectionError(endpoint_url="http://127.0.0.1:9"))
+    busy = BusyRecords("queue-url", sqs, clock=lambda: NOW)
+    assert busy.retry_after_lease("rh", int(NOW.timestamp() * 1000) + 5_000) is None
+    assert len(sqs.calls) == 1

@@ -22,6 +22,8 @@ class InboundMessage:
     """The receipt clock freshness is judged against."""
     replay_of: str | None = None
     """The quarantine id this message is a replay of."""
+    receipt_handle: str | None = None
+    """The SQS receipt handle of this receipt (none for a replay)."""
 
     @classmethod
     def from_lambda_record(
@@ -34,7 +36,10 @@ class InboundMessage:
             # Lambda always sets it; only a hand-made test event can lack it.
             sent_at = fallback_clock or datetime.now(UTC)
         return cls(
-            body=str(record.get("body", "")), message_id=record["messageId"], sent_at=sent_at
+            body=str(record.get("body", "")),
+            message_id=record["messageId"],
+            sent_at=sent_at,
+            receipt_handle=record.get("receiptHandle"),
         )
 
 

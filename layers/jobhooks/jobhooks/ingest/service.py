@@ -27,6 +27,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from jobhooks.event import JobEvent
+from jobhooks.ingest.busy_records import BusyRecords
 from jobhooks.ingest.claims import (
     DEFAULT_PAGE_SIZE,
     Claim,
@@ -121,6 +122,7 @@ class IngestService:
         max_lease_ms: int = DEFAULT_MAX_LEASE_MS,
         telemetry: IngestTelemetry | None = None,
         clock: Callable[[], datetime] = utc_now,
+        busy_records: BusyRecords | None = None,
     ) -> None:
         """`policy` gives the freshness and legacy rules; its keys are replaced by `keys`.
 
@@ -138,6 +140,7 @@ class IngestService:
         self.max_lease_ms = max_lease_ms
         self.telemetry = telemetry or IngestTelemetry()
         self._clock = clock
+        self.busy_records = busy_records
 
     # -- the ingest path -------------------------------------------------------------------
 
@@ -185,8 +188,10 @@ class IngestService:
 
         try:
             attempt = self.claims.claim_event(event, lease_ms=self._lease_ms(remaining_ms))
-        except ClaimInProgressError:
+        except ClaimInProgressError as busy:
             self.telemetry.claim_busy(event.event_id)
+            if self.busy_records is not None and message.receipt_handle:
+                self.busy_records.retry_after_lease(message.receipt_handle, busy.lease_until_ms)
             raise
         if isinstance(attempt, Duplicate):
             self.telemetry.duplicate(attempt.existing, tenant_id=event.tenant_id)
@@ -360,6 +365,7 @@ def build_ingest_service(
         read_timeout=10,
     )
     dynamodb = make_client("dynamodb", config=config)
+    sqs = make_client("sqs", config=config)
     keys: FetcherKeySource
     if settings.fetcher_keys_secret_arn:
         from aws_lambda_powertools.utilities.parameters import SecretsProvider
@@ -388,13 +394,18 @@ def build_ingest_service(
             matching_cache_seconds=settings.subscription_cache_seconds,
         ),
         current_subscriptions=SubscriptionStore(settings.subscriptions_table, dynamodb, None),
-        deliveries=DeliveryQueue(settings.delivery_queue_url, make_client("sqs", config=config)),
+        deliveries=DeliveryQueue(settings.delivery_queue_url, sqs),
         keys=keys,
         policy=settings.verification_policy(keys=()),
         producer_release=settings.producer_release,
         max_lease_ms=int(settings.claim_lease_max_seconds * 1000),
         telemetry=telemetry,
         clock=clock,
+        busy_records=(
+            BusyRecords(settings.ingest_queue_url, sqs, clock=clock)
+            if settings.ingest_queue_url
+            else None
+        ),
     )
 
 

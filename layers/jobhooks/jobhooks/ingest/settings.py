@@ -18,6 +18,9 @@ class IngestSettings(VerificationSettings):
     subscriptions_table: str = Field(min_length=1)
     quarantine_table: str = Field(min_length=1)
     delivery_queue_url: str = Field(min_length=1)
+    # The queue this function consumes; when set, a record whose claim is busy comes back when
+    # the claim's lease ends instead of after the visibility timeout (ingest/busy_records.py).
+    ingest_queue_url: str = ""
     fetcher_keys_secret_arn: str = Field(
         "",
         validate_default=True,
