@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
+
+from jobhooks.clock import utc_now
 
 # One second past the lease, so the retry finds the claim done or free rather than busy.
 MARGIN_SECONDS: Final = 1
@@ -30,7 +32,7 @@ class BusyRecords:
     ) -> None:
         self.queue_url = queue_url
         self._sqs = sqs
-        self._clock = clock or (lambda: datetime.now(UTC))
+        self._clock = clock or utc_now
 
     def retry_after_lease(self, receipt_handle: str, lease_until_ms: int) -> int | None:
         """Make the record visible again just after the lease; the delay set, or None.

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
+from jobhooks.clock import utc_now
 from jobhooks.event import JobEvent
 from jobhooks.ingest.exceptions import (
     AwsServiceError,
@@ -129,10 +130,6 @@ class Duplicate:
 class EventPage:
     events: tuple[EventRecord, ...]
     next_cursor: str | None
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class ClaimStore:

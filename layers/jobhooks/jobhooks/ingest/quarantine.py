@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
+from jobhooks.clock import utc_now
 from jobhooks.envelope import ForwardedMessage
 from jobhooks.ingest.exceptions import (
     AwsServiceError,
@@ -113,10 +114,6 @@ def claimed_event_id(body: str) -> str | None:
         return None
     text = header_text(message.headers.get("ce-id"))
     return text[:MAX_EVENT_ID_CHARS] if text else None
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class QuarantineStore:

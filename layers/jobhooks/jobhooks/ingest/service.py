@@ -22,10 +22,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
+from jobhooks.clock import utc_now
 from jobhooks.event import JobEvent
 from jobhooks.ingest.busy_records import BusyRecords
 from jobhooks.ingest.claims import (
@@ -101,10 +102,6 @@ class FanOutResult:
             "deliveries": self.deliveries,
             "subscription_ids": list(self.subscription_ids),
         }
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class IngestService:
