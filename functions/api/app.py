@@ -7,6 +7,7 @@ answers are never logged: a create or rotate answer carries a signing secret.
 
 from __future__ import annotations
 
+import json
 import os
 from http import HTTPStatus
 from typing import Annotated, Any
@@ -23,6 +24,7 @@ from jobhooks.management import deliveries, dlq, events, quarantine, subscriptio
 from jobhooks.management.context import ManagementContext, get_management_context
 from jobhooks.management.exceptions import (
     ApiError,
+    RequestBodyError,
     api_error_for,
     api_error_for_invalid_request,
     api_error_for_unknown_route,
@@ -70,6 +72,7 @@ from jobhooks.management.openapi import (
     document_metadata,
     documented,
 )
+from jobhooks.management.request_body import accept_request_body
 from jobhooks.management.settings import ManagementSettings
 
 OK, CREATED, ACCEPTED, NO_CONTENT = (
@@ -426,6 +429,30 @@ def handle_unknown_route(_: NotFoundError) -> Response[Any]:
     return error_response(api_error_for_unknown_route(http.method, http.path))
 
 
+def refuse_request_body(event: dict[str, Any], error: RequestBodyError) -> dict[str, Any]:
+    """The answer to a body `accept_request_body` refused, before the Event Handler runs.
+
+    A client's mistake (or a probe), not the function's: a WARNING without the body, not a
+    traceback and no `ApiErrors`.
+    """
+    answer = api_error_for(error)
+    http = (event.get("requestContext") or {}).get("http") or {}
+    logger.warning(
+        "request body refused",
+        extra={
+            "code": answer.code,
+            "method": str(http.get("method", "")),
+            "path": str(http.get("path", ""))[:200],
+        },
+    )
+    return {
+        "statusCode": answer.status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": json.dumps(answer.body(), separators=(",", ":")),
+        "isBase64Encoded": False,
+    }
+
+
 @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
 def handle_error(error: Exception) -> Response[Any]:
     answer = api_error_for(error)
@@ -450,4 +477,10 @@ def openapi_json() -> str:
 )
 @metrics.log_metrics(raise_on_empty_metrics=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+    # The body is read here, before routing: the Event Handler's own parsing lets invalid
+    # UTF-8, deep nesting and unknown media types escape as 500s.
+    try:
+        accepted = accept_request_body(event)
+    except RequestBodyError as error:
+        return refuse_request_body(event, error)
+    return app.resolve(accepted, context)

@@ -16,6 +16,7 @@ import contextlib
 import http.server
 import importlib.util
 import json
+import logging
 import threading
 import time
 import uuid
@@ -104,14 +105,17 @@ class InProcessApi:
         query: Mapping[str, Any] | None = None,
         body: Any = None,
         raw_body: bytes | None = None,
+        content_type: str | None = "application/json",
     ) -> ApiAnswer:
+        """One request; `content_type=None` sends no Content-Type header."""
         target = path + ("?" + urlencode(query) if query else "")
         data = raw_body if raw_body is not None else b""
         if body is not None:
             data = json.dumps(body).encode("utf-8")
-        event = api_gateway_event(
-            method, target, [("content-type", "application/json"), ("user-agent", "tests")], data
-        )
+        headers = [("user-agent", "tests")]
+        if content_type is not None:
+            headers.append(("content-type", content_type))
+        event = api_gateway_event(method, target, headers, data)
         answer = normalize_answer(self.module.handler(event, lambda_context()))
         text = answer.get("body") or ""
         try:
@@ -324,3 +328,27 @@ def local_api(monkeypatch: Any, **context: Any) -> Iterator[Any]:
             yield server
         finally:
             server.shutdown()
+
+
+@dataclass(frozen=True)
+class LoggedLine:
+    level: str
+    text: str  # the line as the function writes it (Powertools' JSON formatter)
+
+
+@contextlib.contextmanager
+def api_log(module: ModuleType) -> Iterator[list[LoggedLine]]:
+    """Every line the API function's logger writes while the block runs, as it writes it."""
+    lines: list[LoggedLine] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(LoggedLine(record.levelname, self.format(record)))
+
+    collector = Collect()
+    collector.setFormatter(module.logger.registered_formatter)
+    module.logger.addHandler(collector)
+    try:
+        yield lines
+    finally:
+        module.logger.removeHandler(collector)

@@ -3,7 +3,9 @@
 The property-based run (schemathesis) sends generated requests for every operation of the
 committed document to the local API server (`jobhooks.local.api_server`) in front of the real
 handler and moto's server, and holds every answer to the document: no 5xx, only documented
-status codes, bodies that match their schemas.
+status codes, bodies that match their schemas. A second run sends every operation raw bodies no
+generator writes (invalid UTF-8, deep nesting, other media types, numbers JSON parsers choke on)
+and holds those answers to the document too.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +107,9 @@ def test_document_lists_every_route_with_its_error_shape() -> None:
     }
     for path in document["paths"].values():
         for operation in path.values():
-            invalid = operation["responses"]["422"]["content"]["application/json"]["schema"]
-            assert invalid == {"$ref": "#/components/schemas/ErrorBody"}
+            for status in ("400", "415", "422"):
+                invalid = operation["responses"][status]["content"]["application/json"]["schema"]
+                assert invalid == {"$ref": "#/components/schemas/ErrorBody"}
     assert document["security"] == [{"sigv4": []}]
 
 
@@ -164,3 +168,102 @@ def test_generated_requests_get_documented_answers_and_never_a_5xx(server: ApiSe
 
         run()
     assert not failures, "\n\n".join(failures[:5])
+
+
+@dataclass(frozen=True)
+class RawBody:
+    name: str
+    content_type: str | None
+    body: bytes
+    # The answer every operation gives; None: whatever the document allows (the body is JSON
+    # and reaches the route, which judges it or ignores it).
+    refusal: tuple[int, str] | None
+
+
+JSON = "application/json"
+INVALID_JSON = (400, "invalid_json")
+UNSUPPORTED = (415, "unsupported_media_type")
+DEEP = b"[" * 100_000 + b"]" * 100_000
+RAW_BODIES = [
+    RawBody("invalid UTF-8", JSON, b'{"tenant_id": "\xff\xfe"}', INVALID_JSON),
+    RawBody("latin-1 text", JSON, '{"description": "café"}'.encode("latin-1"), INVALID_JSON),
+    RawBody("nested 100,000 deep", JSON, DEEP, INVALID_JSON),
+    RawBody("deep inside an object", JSON, b'{"queue": ' + DEEP + b"}", INVALID_JSON),
+    RawBody("brackets in a string", JSON, b'{"description": "' + b"[" * 10_000 + b'"}', None),
+    RawBody("not JSON", JSON, b"{nope", INVALID_JSON),
+    RawBody("a raw NUL byte", JSON, b'{"tenant_id": "a\x00b"}', INVALID_JSON),
+    RawBody("a byte order mark", JSON, b"\xef\xbb\xbf{}", INVALID_JSON),
+    RawBody("NaN", JSON, b'{"grace_seconds": NaN}', INVALID_JSON),
+    RawBody("-Infinity", JSON, b'{"max_messages": -Infinity}', INVALID_JSON),
+    RawBody("10,000 digits", JSON, b'{"grace_seconds": ' + b"9" * 10_000 + b"}", INVALID_JSON),
+    RawBody("a lone surrogate", JSON, b'{"tenant_id": "\\udc00"}', INVALID_JSON),
+    RawBody("100 digits", JSON, b'{"grace_seconds": -' + b"9" * 100 + b"}", None),
+    RawBody("beyond double", JSON, b'{"grace_seconds": 1e999, "max_messages": -1e999}', None),
+    RawBody("text/plain", "text/plain", b"{}", UNSUPPORTED),
+    RawBody("a form", "application/x-www-form-urlencoded", b"queue=delivery", UNSUPPORTED),
+    RawBody(
+        "multipart",
+        "multipart/form-data; boundary=x",
+        b'--x\r\nContent-Disposition: form-data; name="queue"\r\n\r\ningest\r\n--x--\r\n',
+        UNSUPPORTED,
+    ),
+    RawBody("no Content-Type", None, b"{}", UNSUPPORTED),
+    RawBody("UTF-16", "application/json; charset=utf-16", "{}".encode("utf-16"), UNSUPPORTED),
+    RawBody("a Content-Type that is no media type", "application/json\u00e9", b"{}", UNSUPPORTED),
+]
+
+
+def test_raw_hostile_bodies_get_documented_4xx_answers_on_every_operation(
+    server: ApiServer,
+) -> None:
+    document = json.loads((ROOT / "docs/openapi.json").read_text(encoding="utf-8"))
+    schemathesis.experimental.OPEN_API_3_1.enable()
+    schema = schemathesis.from_dict(document, base_url=server.url)
+    checks = (
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_schema_conformance,
+    )
+    failures: list[str] = []
+
+    for operation in [result.ok() for result in schema.get_all_operations()]:
+
+        @given(case=operation.as_strategy())
+        @settings(
+            max_examples=2,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+        def run(case: Any) -> None:
+            failures.extend(send_raw_bodies(case, checks))
+
+        run()
+    assert not failures, "\n\n".join(failures[:5])
+
+
+def send_raw_bodies(case: Any, checks: tuple[Any, ...]) -> list[str]:
+    """Each of RAW_BODIES in place of the generated case's body; what went wrong."""
+    failures: list[str] = []
+    raw_case = case.operation.make_case(
+        path_parameters=case.path_parameters, query=case.query, headers=case.headers
+    )
+    for raw in RAW_BODIES:
+        headers = {"Content-Type": raw.content_type} if raw.content_type else {}
+        response = raw_case.call(headers=headers, data=raw.body, timeout=30)
+        where = f"{raw_case.method} {raw_case.formatted_path} with {raw.name}"
+        try:
+            raw_case.validate_response(response, checks=checks)
+        except AssertionError as error:
+            failures.append(f"{where}: {error}"[:600])
+            continue
+        if raw.refusal is not None:
+            document = response.json() if response.content else None
+            error = document.get("error") if isinstance(document, dict) else None
+            answer = (response.status_code, error.get("code") if isinstance(error, dict) else None)
+            if answer != raw.refusal:
+                failures.append(f"{where}: {answer} instead of {raw.refusal}")
+    return failures

@@ -253,7 +253,8 @@ def test_malformed_requests_get_the_error_shape(
     api: InProcessApi, offline_context: ManagementContext
 ) -> None:
     not_json = api.call("POST", "/v1/subscriptions", raw_body=b"{nope")
-    assert not_json.status == 422
+    assert not_json.status == 400
+    assert not_json.error["code"] == "invalid_json"
     assert not_json.error["field"] == "body"
     assert "not valid JSON" in not_json.error["message"]
     unknown = api.get("/v1/nothing-here")

@@ -8,8 +8,11 @@
 Each HTTP request becomes the event an HTTP API (payload format 2.0) hands a Lambda function,
 the API function's handler (`functions/api/app.py`, found through template.yaml's ApiFunction)
 runs in this process, and its answer is written back as API Gateway would. There is no
-authorization: bind only to loopback. Requests are handled one at a time, as by one Lambda
-instance: the Event Handler keeps the current request on its resolver, which is not
+authorization: bind only to loopback. Nor may a web page drive it (`LocalClients`): a request
+must name this server's own Host (127.0.0.1:PORT or localhost:PORT), which defeats DNS
+rebinding, and a browser request from any other origin is refused, so no page can POST to it
+cross-site (`/test` would reach the developer's LAN). Requests are handled one at a time, as by
+one Lambda instance: the Event Handler keeps the current request on its resolver, which is not
 thread-safe. The handler reads its configuration from this process's environment
 (`JOBHOOKS_*`, `AWS_ENDPOINT_URL`), exactly as the function reads its own.
 """
@@ -17,15 +20,18 @@ thread-safe. The handler reads its configuration from this process's environment
 from __future__ import annotations
 
 import base64
+import email.message
 import http.server
 import importlib.util
+import ipaddress
 import json
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from http import HTTPStatus
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
@@ -33,6 +39,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from jobhooks.local.event_source import LOCAL_ACCOUNT_ID, LambdaContext
 from jobhooks.local.template import LocalTemplateError, find_template, load_template
+from jobhooks.management.exceptions import ApiError
 
 API_FUNCTION: Final = "ApiFunction"
 # API Gateway's HTTP API refuses larger payloads (10 MB); no management request comes close.
@@ -41,6 +48,82 @@ DEFAULT_TIMEOUT_SECONDS: Final = 15.0
 ROUTE_KEY: Final = "ANY /{proxy+}"
 
 ApiHandler = Callable[[dict[str, Any], Any], Any]
+
+FORBIDDEN_HOST: Final = "forbidden_host"
+FORBIDDEN_ORIGIN: Final = "forbidden_origin"
+# What browsers send as Sec-Fetch-Site for a request a page of this server made, or the user
+# made by typing the URL; anything else ("cross-site", "same-site") came from another page.
+_OWN_FETCH_SITES: Final = ("same-origin", "none")
+
+
+class LocalClients:
+    """Who the local API answers: requests naming its own Host, from no other web origin.
+
+    A browser names the page's host in `Host` even when DNS rebinding made that name resolve
+    to 127.0.0.1, so only the server's own names pass: 127.0.0.1:PORT and localhost:PORT (and
+    its address when bound to another loopback address). Browsers send `Origin` with every
+    cross-origin request, and `Sec-Fetch-Site` with every request, a no-cors GET included; the
+    CLI and curl send neither.
+    """
+
+    def __init__(self, bound_host: str, port: int) -> None:
+        names = ["127.0.0.1", "localhost"]
+        if _is_loopback(bound_host) and bound_host not in names:
+            names.append(bound_host)
+        self.port = port
+        self.hosts = frozenset(f"{name}:{port}" for name in names)
+        self.origins = frozenset(f"http://{host}" for host in self.hosts)
+
+    def refusal(self, headers: email.message.Message) -> ApiError | None:
+        """The 403 for a request from anything but a local client; None when it may pass."""
+        hosts = headers.get_all("Host") or []
+        if len(hosts) != 1 or _authority(hosts[0], self.port) not in self.hosts:
+            return self._refuse(
+                FORBIDDEN_HOST,
+                f"the request must name Host 127.0.0.1:{self.port} or localhost:{self.port}; "
+                "a web page reaching it through another name is refused",
+            )
+        origins = headers.get_all("Origin") or []
+        if any(_authority_url(origin, self.port) not in self.origins for origin in origins):
+            return self._refuse(FORBIDDEN_ORIGIN, self._other_origin())
+        sites = headers.get_all("Sec-Fetch-Site") or []
+        if any(site.strip().lower() not in _OWN_FETCH_SITES for site in sites):
+            return self._refuse(FORBIDDEN_ORIGIN, self._other_origin())
+        return None
+
+    def _other_origin(self) -> str:
+        return (
+            "requests a web page of another origin makes are refused; call it from the "
+            "jobhooks CLI, curl or a script"
+        )
+
+    def _refuse(self, code: str, reason: str) -> ApiError:
+        return ApiError(
+            HTTPStatus.FORBIDDEN,
+            code,
+            f"the local API (jobhooks dev) only answers local clients: {reason}",
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _authority(host: str, port: int) -> str:
+    """A Host value as `name:port`, the name lowercased (80, HTTP's default, may be left out)."""
+    text = host.strip().lower()
+    return f"{text}:80" if port == 80 and text and ":" not in text else text
+
+
+def _authority_url(origin: str, port: int) -> str:
+    """An Origin (`scheme://host[:port]`) in the spelling of `LocalClients.origins`."""
+    scheme, separator, host = origin.strip().partition("://")
+    if not separator:
+        return origin
+    return f"{scheme.lower()}://{_authority(host, port)}"
 
 
 class ApiServer:
@@ -61,6 +144,7 @@ class ApiServer:
         self._invoke_lock = threading.Lock()
         self._server = http.server.ThreadingHTTPServer((host, port), self._request_handler())
         self._server.daemon_threads = True
+        self.clients = LocalClients(host, int(self._server.server_address[1]))
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="jobhooks-local-api", daemon=True
         )
@@ -108,9 +192,16 @@ class ApiServer:
             protocol_version = "HTTP/1.1"
 
             def _handle(self) -> None:
+                refusal = server.clients.refusal(self.headers)
+                if refusal is not None:
+                    # Refused unread: the connection closes, so its body is never taken for
+                    # the next request.
+                    self.log_message("refused (%s)", refusal.code)
+                    self._write(refusal.status, refusal.body(), close=True)
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 if length > MAX_BODY_BYTES:
-                    self._write(413, {"message": "Request Entity Too Large"})
+                    self._write(413, {"message": "Request Entity Too Large"}, close=True)
                     return
                 body = self.rfile.read(length) if length else b""
                 event = api_gateway_event(
@@ -129,16 +220,19 @@ class ApiServer:
                     raise
                 self._write_answer(answer)
 
-            def _write(self, status: int, document: dict[str, Any]) -> None:
+            def _write(
+                self, status: int, document: Mapping[str, Any], *, close: bool = False
+            ) -> None:
                 self._write_answer(
                     {
                         "statusCode": status,
                         "headers": {"content-type": "application/json"},
                         "body": json.dumps(document),
-                    }
+                    },
+                    close=close,
                 )
 
-            def _write_answer(self, answer: dict[str, Any]) -> None:
+            def _write_answer(self, answer: dict[str, Any], *, close: bool = False) -> None:
                 raw = answer.get("body") or ""
                 payload = (
                     base64.b64decode(raw)
@@ -152,6 +246,8 @@ class ApiServer:
                 for cookie in answer.get("cookies") or []:
                     self.send_header("Set-Cookie", str(cookie))
                 self.send_header("Content-Length", str(len(payload)))
+                if close:
+                    self.send_header("Connection", "close")  # and http.server closes it
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(payload)

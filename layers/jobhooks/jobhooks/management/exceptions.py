@@ -80,6 +80,26 @@ class ManagementError(Exception):
         return f"{self.code}: {self.message}"
 
 
+class RequestBodyError(ManagementError):
+    """The request's body could not be read (`jobhooks.management.request_body`)."""
+
+
+class InvalidJsonError(RequestBodyError):
+    code = "invalid_json"
+    status = HTTPStatus.BAD_REQUEST
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"{reason}; send a JSON object encoded as UTF-8", field="body")
+
+
+class UnsupportedMediaTypeError(RequestBodyError):
+    code = "unsupported_media_type"
+    status = HTTPStatus.UNSUPPORTED_MEDIA_TYPE
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"{reason}; send JSON with Content-Type: application/json")
+
+
 class InvalidDeliveryFilterError(ManagementError):
     code = "invalid_delivery_filter"
     status = HTTPStatus.UNPROCESSABLE_ENTITY

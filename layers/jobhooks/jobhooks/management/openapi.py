@@ -144,10 +144,18 @@ RedriveBody = Annotated[
 # -- answers ---------------------------------------------------------------------------------
 
 _ERROR_DESCRIPTIONS: Final = {
+    HTTPStatus.BAD_REQUEST: "The request body is not UTF-8 JSON (or nests too deep)",
+    HTTPStatus.UNSUPPORTED_MEDIA_TYPE: "The request body was not sent as application/json",
     HTTPStatus.NOT_FOUND: "No such resource (or it belongs to another tenant)",
     HTTPStatus.CONFLICT: "The resource's state does not allow this now",
     HTTPStatus.UNPROCESSABLE_ENTITY: "The request is invalid; `error.field` names the field",
 }
+
+_INPUT_ERRORS: Final = (
+    HTTPStatus.BAD_REQUEST,
+    HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+    HTTPStatus.UNPROCESSABLE_ENTITY,
+)
 
 
 def documented(
@@ -162,8 +170,9 @@ def documented(
             "description": status.phrase,
             "content": {"application/json": {"model": model}},
         }
-    # Every route validates its input, so every route can answer 422.
-    for error in sorted({*errors, HTTPStatus.UNPROCESSABLE_ENTITY}):
+    # Every route validates its input, so every route can answer 422; and any request that
+    # carries a body has it read before routing (`request_body`), hence 400 and 415.
+    for error in sorted({*errors, *_INPUT_ERRORS}):
         answers[error.value] = {
             "description": _ERROR_DESCRIPTIONS.get(error, error.phrase),
             "content": {"application/json": {"model": ErrorBody}},
