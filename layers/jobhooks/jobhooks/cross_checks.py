@@ -65,8 +65,8 @@ def _legacy_tenant(headers: Headers) -> str:
                 Reason.TENANT_MISMATCH,
                 f"{name} {_shown_value(claimed, headers[name])} names a tenant, but this message "
                 "verified only under the legacy body-only signature, which does not sign the "
-                f"tenant: it can only be {SINGLE_TENANT!r}. Upgrade the producer to the "
-                "canonical signature, or drop the header from a single-tenant producer",
+                f"tenant, so it is {SINGLE_TENANT!r} or nothing. A multi-tenant producer needs "
+                "the canonical signature, which signs X-Tenant-ID: upgrade it",
             )
     return SINGLE_TENANT
 
