@@ -42,6 +42,7 @@ def samples() -> dict[str, tuple[SampleEvent, int, str]]:
     completed_id = "6a5b0f8c-2f1e-4a41-9f0e-3d2c1b0a9e88"
     failed_id = "6a5b0f8c-2f1e-4a41-9f0e-3d2c1b0a9e89"
     completed = make_job_event(key, tenant_id=TENANT, job_id=completed_id, timestamp=T)
+    failed = make_job_event(key, status="failed", tenant_id=TENANT, job_id=failed_id, timestamp=T)
     snake = json.loads(completed_body(completed_id))
     snake_body = json.dumps(
         {
@@ -56,11 +57,7 @@ def samples() -> dict[str, tuple[SampleEvent, int, str]]:
     ).encode()
     return {
         "completed": (completed, T, "accepted"),
-        "failed": (
-            make_job_event(key, status="failed", tenant_id=TENANT, job_id=failed_id, timestamp=T),
-            T,
-            "accepted",
-        ),
+        "failed": (failed, T, "accepted"),
         "legacy": (
             make_job_event(key, job_id=completed_id, timestamp=T, legacy=True),
             T,
@@ -88,6 +85,25 @@ def samples() -> dict[str, tuple[SampleEvent, int, str]]:
             make_job_event(key, tenant_id=TENANT, job_id=completed_id, timestamp=STALE_T),
             T,
             "stale_timestamp",
+        ),
+        # The legacy form signs `<t>.<body>` only: a tenant header added to it is unsigned.
+        "legacy-other-tenant": (
+            make_job_event(key, job_id=completed_id, timestamp=T, legacy=True).with_headers(
+                X_Tenant_ID=TENANT
+            ),
+            T,
+            "signature_mismatch (tenant_mismatch with --allow-legacy)",
+        ),
+        # A copy whose unsigned ce-time was rewritten: delivered, timed by t (18:04:12).
+        "rewritten-ce-time": (
+            failed.with_headers(ce_time=b"2001-01-01T00:00:00Z"),
+            T,
+            "accepted (timestamp_utc is t, listed in unmeasured)",
+        ),
+        "foreign-source": (
+            completed.with_headers(ce_source=b"//mallory/worker"),
+            T,
+            "accepted (untrusted_source with --allowed-sources //lerian.fetcher/worker)",
         ),
     }
 

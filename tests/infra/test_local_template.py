@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 import pytest
 from cfnlint.decode import cfn_yaml
+from jobhooks.ingest import IngestSettings
 from jobhooks.local.moto_server import MotoServer
 from jobhooks.local.template import (
     LocalResources,
@@ -175,6 +176,23 @@ def test_prefix_and_parameters_change_names_and_settings(aws: MotoServer) -> Non
     assert resources.environment()["JOBHOOKS_DEDUP_RETENTION_DAYS"] == "3"
     with pytest.raises(LocalTemplateError, match="unknown template parameters"):
         provision(parameters={"NoSuchParameter": 1}, endpoint_url=aws.endpoint_url)
+
+
+def test_the_local_stack_gives_ingest_and_replay_the_ce_source_allowlist(aws: MotoServer) -> None:
+    unchecked = provision(endpoint_url=aws.endpoint_url)
+    assert unchecked.environment()["JOBHOOKS_ALLOWED_SOURCES"] == ""  # not checked
+    checked = provision(
+        parameters={"AllowedSources": "//lerian.fetcher/worker,//b"}, endpoint_url=aws.endpoint_url
+    )
+    for function in ("IngestFunction", "ApiFunction"):
+        environment = checked.environment(function)
+        assert environment["JOBHOOKS_ALLOWED_SOURCES"] == "//lerian.fetcher/worker,//b"
+    # What `jobhooks dev` puts into os.environ is what the ingest settings read.
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for name, value in checked.environment().items():
+            monkeypatch.setenv(name, value)
+        policy = IngestSettings.from_env().verification_policy(keys=())
+    assert policy.allowed_sources == frozenset({"//lerian.fetcher/worker", "//b"})
 
 
 def test_refuses_to_run_without_a_local_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -366,6 +366,7 @@ def test_functions_get_the_settings_of_the_architecture(template: dict[str, Any]
         "JOBHOOKS_DEDUP_RETENTION_DAYS",
         "JOBHOOKS_FUTURE_SKEW_SECONDS",
         "JOBHOOKS_ALLOW_LEGACY_SIGNATURES",
+        "JOBHOOKS_ALLOWED_SOURCES",
         "JOBHOOKS_RETRY_SCHEDULE",
     }
     given = set()
@@ -376,6 +377,7 @@ def test_functions_get_the_settings_of_the_architecture(template: dict[str, Any]
     assert required | from_parameters <= given, f"missing: {(required | from_parameters) - given}"
     ingest = function_variables(template, "IngestFunction")
     assert ingest["JOBHOOKS_DEDUP_RETENTION_DAYS"] == {"Ref": "DedupRetentionDays"}
+    assert ingest["JOBHOOKS_ALLOWED_SOURCES"] == {"Ref": "AllowedSources"}
     assert ingest["JOBHOOKS_FETCHER_KEYS_SECRET_ARN"]["Fn::If"][0] == "CreateFetcherKeysSecret"
     # Quarantine replay re-runs ingest inside the API: same keys and verification rules.
     api = function_variables(template, "ApiFunction")
@@ -558,6 +560,7 @@ def test_parameters_have_defaults_and_descriptions(template: dict[str, Any]) -> 
         "DedupRetentionDays": 7,
         "FutureSkewSeconds": 30,
         "AllowLegacySignatures": "false",
+        "AllowedSources": "",  # empty: ce-source is not checked
         "RetrySchedule": "0,5,300,1800,7200,18000,36000,36000",
         "IngestBatchSize": None,
         "DeliverBatchSize": None,

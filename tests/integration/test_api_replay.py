@@ -14,7 +14,7 @@ import boto3
 import pytest
 from jobhooks.keys import key_from_hex
 from jobhooks.local.template import LocalResources
-from jobhooks.sample_events import demo_key, make_job_event
+from jobhooks.sample_events import SOURCE, demo_key, make_job_event
 from standardwebhooks.webhooks import Webhook
 
 from tests.integration.api_support import Bridge, InProcessApi, Receiver, use_context
@@ -180,6 +180,36 @@ def test_quarantined_message_is_replayed_after_the_key_rotation_and_with_stale_o
     marked = api.get(f"/v1/quarantine/{mismatch_id}").body
     assert marked["status"] == "replayed"
     assert marked["replay_outcome"] == "accepted"
+
+
+def test_an_untrusted_source_is_replayed_once_the_allowlist_names_it(
+    stack: LocalResources, api: InProcessApi, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, secret = subscribe(api, "acme", receiver.url)
+    # The stack's AllowedSources names the first producer only.
+    monkeypatch.setenv("JOBHOOKS_ALLOWED_SOURCES", SOURCE)
+    bridge = Bridge.start(stack)  # the ingest function reads its settings at start
+    second = make_job_event(demo_key(), tenant_id="acme").with_headers(ce_source=b"//eu/worker")
+    bridge.publish(second.forwarded().to_json())
+    bridge.ingest()
+
+    [item] = api.get("/v1/quarantine", reason="untrusted_source").body["messages"]
+    quarantine_id = item["quarantine_id"]
+    detail = api.get(f"/v1/quarantine/{quarantine_id}").body["detail"]
+    assert "'//eu/worker'" in detail and "JOBHOOKS_ALLOWED_SOURCES" in detail
+    again = api.post(f"/v1/quarantine/{quarantine_id}/replay")
+    assert (again.body["outcome"], again.body["reason"]) == ("rejected", "untrusted_source")
+
+    # The operator adds the second producer's source: `sam deploy` gives the API function (new
+    # execution environments) the new list, as it gives the ingest function.
+    monkeypatch.setenv("JOBHOOKS_ALLOWED_SOURCES", f"{SOURCE},//eu/worker")
+    with use_context(api.module, allow_private_webhooks=True):
+        accepted = api.post(f"/v1/quarantine/{quarantine_id}/replay")
+    assert accepted.status == 200, accepted.text
+    assert (accepted.body["outcome"], accepted.body["deliveries"]) == ("accepted", 1)
+    bridge.deliver()
+    [body] = verified(receiver, secret)
+    assert body["data"]["queue_name"] == "//eu/worker"
 
 
 def test_an_events_deliveries_are_listed_from_the_subscriptions_its_claim_records(

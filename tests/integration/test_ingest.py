@@ -36,7 +36,7 @@ from jobhooks.local.moto_server import MotoServer, local_aws_environment
 from jobhooks.local.template import LocalResources, load_template, provision
 from jobhooks.outcome import webhook_payload
 from jobhooks.rejection import Reason
-from jobhooks.sample_events import SampleEvent, demo_key, make_job_event, re_emit
+from jobhooks.sample_events import SOURCE, SampleEvent, demo_key, make_job_event, re_emit
 from jobhooks.subscriptions import Subscription
 from jobhooks.subscriptions.store import SubscriptionStore
 
@@ -212,6 +212,12 @@ class Bridge:
         return self.subscriptions.create(
             tenant_id, f"https://{tenant_id}.example.com/hooks", event_types
         ).subscription
+
+    def configure(self, **variables: str) -> None:
+        """Set the handler's environment, as a stack parameter would, for the next invocation."""
+        for name, value in variables.items():
+            self.monkeypatch.setenv(name, value)
+        ingest_service.cache_clear()
 
     def put_fetcher_keys(self, *keys: HmacKey) -> None:
         boto3.session.Session().client("secretsmanager").put_secret_value(
@@ -788,6 +794,7 @@ def rejected_messages() -> dict[Reason, str]:
         Reason.TENANT_MISMATCH: body(good.with_headers(ce_tenantid=b"globex")),
         Reason.EVENT_MISMATCH: body(good.with_headers(ce_subject=b"another-job")),
         Reason.MALFORMED_BODY: body(make_job_event(key, body=b'["not", "an", "object"]')),
+        Reason.UNTRUSTED_SOURCE: body(good.with_headers(ce_source=b"//mallory/worker")),
     }
 
 
@@ -796,6 +803,7 @@ def test_every_reason_code_is_quarantined_acknowledged_and_never_delivered(
 ) -> None:
     bridge.subscribe("acme")
     bridge.subscribe("single-tenant")
+    bridge.configure(JOBHOOKS_ALLOWED_SOURCES=SOURCE)
     messages = rejected_messages()
     assert set(messages) == set(Reason)
     message_ids = dict(zip(messages, bridge.send(*messages.values()), strict=True))
@@ -920,3 +928,76 @@ def test_an_event_nothing_matched_is_recorded_as_unmatched(bridge: Bridge) -> No
 
 def _epoch(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
+
+
+def test_a_legacy_signature_naming_another_tenant_is_quarantined_not_delivered(
+    bridge: Bridge,
+) -> None:
+    bridge.configure(JOBHOOKS_ALLOW_LEGACY_SIGNATURES="true")  # AllowLegacySignatures=true
+    other = bridge.subscribe("other")
+    single = bridge.subscribe("single-tenant")
+    legacy = event_for("single-tenant", legacy=True)
+    # The body-only form signs `<t>.<body>` only: the added tenant header verifies as well.
+    retargeted = event_for("single-tenant", legacy=True).with_headers(X_Tenant_ID="other")
+    retargeted_body = retargeted.forwarded().to_json()
+    bridge.send(legacy, retargeted_body)
+
+    stats = bridge.run()
+
+    assert (stats.succeeded, stats.failed) == (2, 0)
+    (task,) = bridge.take_deliveries()
+    assert (task.subscription_id, task.tenant_id) == (single.subscription_id, "single-tenant")
+    assert json.loads(task.payload)["data"]["account_id"] == "single-tenant"
+    assert task.subscription_id != other.subscription_id
+    (rejected,) = bridge.quarantined()
+    assert rejected["reason"] == "tenant_mismatch"
+    assert "legacy" in rejected["detail"] and "does not sign the tenant" in rejected["detail"]
+    assert rejected["message"] == retargeted_body
+
+
+def test_a_ce_source_outside_the_configured_allowlist_is_quarantined(bridge: Bridge) -> None:
+    bridge.configure(JOBHOOKS_ALLOWED_SOURCES=f" {SOURCE} , //other/worker")  # AllowedSources
+    bridge.subscribe("acme")
+    inside = event_for()
+    outside = event_for().with_headers(ce_source=b"//mallory/worker")
+    without = event_for().with_headers(ce_source=None)
+    bridge.send(inside, outside, without)
+
+    bridge.run()
+
+    delivered = {task.event_id: json.loads(task.payload) for task in bridge.take_deliveries()}
+    assert set(delivered) == {event_id_of(inside), event_id_of(without)}
+    assert delivered[event_id_of(inside)]["data"]["queue_name"] == SOURCE
+    assert delivered[event_id_of(without)]["data"]["queue_name"] == "fetcher.job.events"
+    (rejected,) = bridge.quarantined()
+    assert (rejected["reason"], rejected["event_id"]) == ("untrusted_source", event_id_of(outside))
+
+
+def test_without_an_allowlist_any_ce_source_is_delivered(bridge: Bridge) -> None:
+    bridge.subscribe("acme")
+    event = event_for().with_headers(ce_source=b"//mallory/worker")
+    bridge.send(event)
+
+    bridge.run()
+
+    (task,) = bridge.take_deliveries()
+    assert json.loads(task.payload)["data"]["queue_name"] == "//mallory/worker"
+    assert bridge.quarantined() == []
+
+
+def test_a_copy_with_a_rewritten_ce_time_that_arrives_first_is_timed_by_t(bridge: Bridge) -> None:
+    bridge.subscribe("acme")
+    t = int(time.time()) - 60
+    original = event_for(status="failed", timestamp=t)
+    rewritten = original.with_headers(ce_time=b"2001-01-01T00:00:00Z")
+    bridge.send(rewritten)
+    bridge.run()
+    bridge.send(original)
+    bridge.run()
+
+    (task,) = bridge.take_deliveries()  # the original is a duplicate of the copy
+    data = json.loads(task.payload)["data"]
+    assert data["timestamp_utc"] == datetime.fromtimestamp(t, UTC).strftime(
+        "%Y-%m-%dT%H:%M:%S.000Z"
+    )
+    assert data["unmeasured"][0] == "timestamp_utc"

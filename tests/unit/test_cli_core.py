@@ -22,12 +22,48 @@ def test_inspect_reaches_the_documented_verdict(
 ) -> None:
     code = main(["inspect", str(EVENTS / "sqs" / f"{name}.json"), "--key-hex", DEMO_HEX])
     printed = json.loads(capsys.readouterr().out)
-    if EXPECTED[name] == "accepted":
+    # "accepted" or a reason code, then maybe "(what differs with an option)".
+    verdict = EXPECTED[name].split()[0]
+    if verdict == "accepted":
         assert code == 0 and printed["type"] in ("job.completed", "job.failed")
         assert printed["data"]["account_id"] == "acme"
     else:
-        assert code == 3 and printed["rejected"] == EXPECTED[name].split()[0]
+        assert code == 3 and printed["rejected"] == verdict
         assert printed["detail"]
+
+
+def test_inspect_refuses_a_legacy_message_that_names_a_tenant(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = str(EVENTS / "sqs/legacy-other-tenant.json")
+    code = main(["inspect", path, "--key-hex", DEMO_HEX, "--allow-legacy"])
+    printed = json.loads(capsys.readouterr().out)
+    assert code == 3 and printed["rejected"] == "tenant_mismatch"
+    assert "does not sign the tenant" in printed["detail"]
+
+
+def test_inspect_times_a_rewritten_ce_time_by_t(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(EVENTS / "sqs/rewritten-ce-time.json")
+    code = main(["inspect", path, "--key-hex", DEMO_HEX, "--release", "fetcher@2.0.2"])
+    data = json.loads(capsys.readouterr().out)["data"]
+    assert code == 0 and data["timestamp_utc"] == "2026-07-13T18:04:12.000Z"
+    assert data["unmeasured"] == ["timestamp_utc", "queue_wait_ms", "duration_ms"]
+
+
+def test_inspect_checks_ce_source_against_an_allowlist(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(EVENTS / "sqs/foreign-source.json")
+    allowlist = ["--allowed-sources", "//lerian.fetcher/worker"]
+    assert main(["inspect", path, "--key-hex", DEMO_HEX, *allowlist]) == 3
+    assert json.loads(capsys.readouterr().out)["rejected"] == "untrusted_source"
+    completed = str(EVENTS / "sqs/completed.json")
+    assert main(["inspect", completed, "--key-hex", DEMO_HEX, *allowlist]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv("JOBHOOKS_ALLOWED_SOURCES", "//lerian.fetcher/worker")  # the stack's
+    assert main(["inspect", path, "--key-hex", DEMO_HEX]) == 3
+    capsys.readouterr()
+    assert main(["inspect", path, "--key-hex", DEMO_HEX, "--allowed-sources", "a,,b"]) == 2
 
 
 def test_inspect_accepts_legacy_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:

@@ -44,6 +44,24 @@ def test_settings_have_the_documented_defaults() -> None:
     assert settings.verification_policy(keys=()).max_age_seconds == 7 * 86400
 
 
+def test_settings_read_the_ce_source_allowlist() -> None:
+    assert IngestSettings.from_env(REQUIRED).verification_policy(keys=()).allowed_sources == (
+        frozenset()
+    )
+    environ = {**REQUIRED, "JOBHOOKS_ALLOWED_SOURCES": " //lerian.fetcher/worker ,//b/worker"}
+    policy = IngestSettings.from_env(environ).verification_policy(keys=())
+    assert policy.allowed_sources == frozenset({"//lerian.fetcher/worker", "//b/worker"})
+    assert policy.max_emission_lag_seconds == policy.max_age_seconds == 7 * 86400
+
+
+@pytest.mark.parametrize("value", ["//a,,//b", "//a,", "//a\t/b", "//" + "x" * 300])
+def test_settings_report_a_bad_allowlist_on_its_own_variable(value: str) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        IngestSettings.from_env({**REQUIRED, "JOBHOOKS_ALLOWED_SOURCES": value})
+
+    assert str(raised.value).startswith("JOBHOOKS_ALLOWED_SOURCES:")
+
+
 def test_settings_name_every_missing_variable() -> None:
     with pytest.raises(ConfigurationError) as raised:
         IngestSettings.from_env({})

@@ -189,3 +189,152 @@ def test_header_values_of_unexpected_types_get_a_verdict() -> None:
 def test_a_key_is_never_shown_in_repr() -> None:
     key = HmacKey(b"k" * 32)
     assert "kkkk" not in repr(key) and key.fingerprint in repr(key)
+
+
+# -------------------------------------------------------------------- legacy signatures and tenancy
+
+LEGACY_POLICY = VerificationPolicy(keys=[KEY], allow_legacy_signatures=True)
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        {"X_Tenant_ID": "other"},
+        {"ce_tenantid": b"other"},
+        {"X_Tenant_ID": "other", "ce_tenantid": b"other"},
+        {"X_Tenant_ID": "single-tenant", "ce_tenantid": b"other"},
+        {"X_Tenant_ID": b"other"},
+        {"X_Tenant_ID": 7},
+    ],
+)
+def test_a_legacy_signature_never_carries_an_unsigned_tenant(claim: dict[str, object]) -> None:
+    # The body-only form signs `<t>.<body>`: anyone may add a tenant header to a legacy copy.
+    event = signed(legacy=True).with_headers(**claim)
+    with pytest.raises(RejectedMessageError) as rejected:
+        read(event, LEGACY_POLICY)
+    assert rejected.value.reason is Reason.TENANT_MISMATCH
+    assert "legacy" in rejected.value.detail and "does not sign the tenant" in rejected.value.detail
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        {},
+        {"X_Tenant_ID": "single-tenant"},
+        {"X_Tenant_ID": "single-tenant", "ce_tenantid": b"single-tenant"},
+        {"X_Tenant_ID": "", "ce_tenantid": b""},
+    ],
+)
+def test_a_legacy_signature_is_single_tenant(claim: dict[str, object]) -> None:
+    event = read(signed(legacy=True).with_headers(**claim), LEGACY_POLICY)
+    assert event.legacy_signature and event.tenant_id == "single-tenant"
+
+
+def test_a_canonical_signature_still_attributes_its_signed_tenant_with_legacy_on() -> None:
+    assert read(signed(tenant_id="acme"), LEGACY_POLICY).tenant_id == "acme"
+    assert read(signed(tenant_id="acme"), LEGACY_POLICY).legacy_signature is False
+    assert rejection(signed().with_headers(ce_tenantid=b"globex"), LEGACY_POLICY) is (
+        Reason.TENANT_MISMATCH
+    )
+
+
+# -------------------------------------------------------------------- ce-source allowlist
+
+SOURCE = "//lerian.fetcher/worker"
+ALLOWLISTED = VerificationPolicy(keys=[KEY], allowed_sources=frozenset({SOURCE, "//b/worker"}))
+
+
+def test_a_ce_source_outside_the_allowlist_is_an_untrusted_source() -> None:
+    for value in (b"//mallory/worker", b"", SOURCE.upper().encode(), 5, SOURCE + " "):
+        event = signed().with_headers(ce_source=value)
+        with pytest.raises(RejectedMessageError) as rejected:
+            read(event, ALLOWLISTED)
+        assert rejected.value.reason is Reason.UNTRUSTED_SOURCE, value
+        assert "JOBHOOKS_ALLOWED_SOURCES" in rejected.value.detail
+
+
+def test_a_ce_source_inside_the_allowlist_is_accepted() -> None:
+    assert read(signed(), ALLOWLISTED).source == SOURCE
+    assert read(signed().with_headers(ce_source=b"//b/worker"), ALLOWLISTED).source == "//b/worker"
+
+
+def test_without_ce_source_the_allowlist_has_nothing_to_check() -> None:
+    # A v1.4.x producer sends no ce-* header; its queue_name is the (signed) exchange.
+    event = read(signed().with_headers(ce_source=None), ALLOWLISTED)
+    assert event.source is None
+
+
+def test_without_an_allowlist_any_ce_source_is_accepted() -> None:
+    assert read(signed().with_headers(ce_source=b"//mallory/worker")).source == "//mallory/worker"
+    # Unchecked, it is only a label: kept when it looks like one, else the exchange stands in.
+    for hostile in (b"x" * 257, b"//a\n/b", b"\xff\xfe", b"", 5):
+        assert read(signed().with_headers(ce_source=hostile)).source is None, hostile
+
+
+def test_the_allowlist_runs_after_the_signature_and_the_cross_checks() -> None:
+    forged = make_job_event(PREVIOUS, tenant_id="acme", job_id=JOB, timestamp=T)
+    assert rejection(forged.with_headers(ce_source=b"//x"), ALLOWLISTED) is (
+        Reason.SIGNATURE_MISMATCH
+    )
+    both = signed().with_headers(ce_source=b"//x", ce_tenantid=b"globex")
+    assert rejection(both, ALLOWLISTED) is Reason.TENANT_MISMATCH
+
+
+# -------------------------------------------------------------------- ce-time and ce-schemaversion
+
+
+@pytest.mark.parametrize(
+    ("ce_time", "kept"),
+    [
+        (datetime.fromtimestamp(T, UTC), True),
+        (datetime.fromtimestamp(T - 3600, UTC), True),
+        (datetime.fromtimestamp(T + 30, UTC), True),
+        (datetime.fromtimestamp(T - 7 * 86400, UTC), True),
+        (datetime.fromtimestamp(T + 31, UTC), False),
+        (datetime.fromtimestamp(T - 7 * 86400 - 1, UTC), False),
+        (datetime(2001, 1, 1, tzinfo=UTC), False),
+        (datetime(2099, 1, 1, tzinfo=UTC), False),
+    ],
+)
+def test_ce_time_counts_only_within_the_freshness_bounds_of_t(
+    ce_time: datetime, kept: bool
+) -> None:
+    text = ce_time.isoformat().replace("+00:00", "Z").encode()
+    event = read(signed(status="failed").with_headers(ce_time=text))
+    assert event.signed_at == datetime.fromtimestamp(T, UTC)
+    assert event.emitted_at == (ce_time if kept else None)
+
+
+def test_an_unreadable_ce_time_does_not_count() -> None:
+    for value in (b"yesterday", b"2026-02-30T00:00:00Z", 1783965852, b"\xff"):
+        assert read(signed(status="failed").with_headers(ce_time=value)).emitted_at is None
+
+
+def test_ce_time_bounds_survive_a_replay_that_lifts_the_stale_check() -> None:
+    # An operator's allow_stale replay turns the age check of t off, not the bound on ce-time.
+    lifted = VerificationPolicy(keys=[KEY], max_age_seconds=0)
+    rewritten = signed(status="failed").with_headers(ce_time=b"2001-01-01T00:00:00Z")
+    assert read(rewritten, lifted, at=AT + timedelta(days=30)).emitted_at is None
+
+
+@pytest.mark.parametrize(
+    ("value", "kept"),
+    [
+        (b"1.0.0", "1.0.0"),
+        (b"2.0.0", "2.0.0"),
+        (b"1.0", "1.0"),
+        (b"2.1.0-rc.1", "2.1.0-rc.1"),
+        ("1.0.0", "1.0.0"),
+        (b"1.0.0<script>alert(1)</script>", None),
+        (b"1.0.0\n", None),
+        (b"1." + b"0" * 40, None),
+        (b"v1", None),
+        (b"", None),
+        (b"\xff", None),
+        (100, None),
+    ],
+)
+def test_ce_schemaversion_is_kept_only_as_a_short_version_string(
+    value: object, kept: str | None
+) -> None:
+    assert read(signed().with_headers(ce_schemaversion=value)).schema_version == kept

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 from jobhooks.job_events import VerificationPolicy, read_job_event
 from jobhooks.outcome import webhook_body, webhook_payload
-from jobhooks.sample_events import demo_key, failed_body, make_job_event
+from jobhooks.sample_events import SOURCE, SampleEvent, demo_key, failed_body, make_job_event
 from jobhooks.sanitize import categorize_error, sanitize_error_message
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs/schema/outcome.v1.json").read_text())
@@ -82,12 +82,62 @@ def test_missing_release_and_source_are_unknown_and_unmeasured() -> None:
     assert data["unmeasured"] == ["release", "job_name", "queue_wait_ms", "duration_ms"]
 
 
-def test_legacy_event_falls_back_to_exchange_and_receipt_time() -> None:
+def test_legacy_event_falls_back_to_exchange_and_signed_t() -> None:
+    # No ce-time: the signed relay time `t` (18:04:12), not the receipt clock (18:04:13).
     data = body_for(legacy=True, tenant_id="single-tenant", status="failed")["data"]
     assert data["queue_name"] == "fetcher.job.events"
-    assert data["timestamp_utc"] == "2026-07-13T18:04:13.000Z"
+    assert data["timestamp_utc"] == "2026-07-13T18:04:12.000Z"
     assert data["unmeasured"][0] == "timestamp_utc"
     assert "schema_version" not in data["fetcher"]
+
+
+def outcome_of(event: SampleEvent, policy: VerificationPolicy | None = None) -> dict[str, Any]:
+    policy = policy or VerificationPolicy(keys=[KEY])
+    body = webhook_body(read_job_event(event.forwarded(), policy, AT), release="fetcher@2.0.2")
+    jsonschema.validate(body, SCHEMA)
+    return body
+
+
+@pytest.mark.parametrize("ce_time", [b"2001-01-01T00:00:00Z", b"2099-01-01T00:00:00.000000001Z"])
+def test_a_failed_copy_with_a_rewritten_ce_time_is_timed_by_its_signed_t(ce_time: bytes) -> None:
+    # ce-time is unsigned: a copy that arrives first with another value verifies and is
+    # delivered, but the value it carries never becomes timestamp_utc.
+    event = make_job_event(KEY, status="failed", tenant_id="acme", job_id=JOB, timestamp=T)
+    body = outcome_of(event.with_headers(ce_time=ce_time))
+    assert body["data"]["timestamp_utc"] == body["timestamp"] == "2026-07-13T18:04:12.000Z"
+    assert body["data"]["unmeasured"] == ["timestamp_utc", "queue_wait_ms", "duration_ms"]
+
+
+def test_a_ce_time_within_the_bounds_of_t_is_kept() -> None:
+    event = make_job_event(KEY, status="failed", tenant_id="acme", job_id=JOB, timestamp=T)
+    body = outcome_of(event.with_headers(ce_time=b"2026-07-13T17:04:12.5Z"))  # an hour of backlog
+    assert body["data"]["timestamp_utc"] == "2026-07-13T17:04:12.500Z"
+    assert "timestamp_utc" not in body["data"]["unmeasured"]
+
+
+def test_a_completed_event_is_timed_by_its_signed_completed_at_whatever_ce_time_says() -> None:
+    event = make_job_event(KEY, tenant_id="acme", job_id=JOB, timestamp=T)
+    data = outcome_of(event.with_headers(ce_time=b"2001-01-01T00:00:00Z"))["data"]
+    assert data["timestamp_utc"] == "2026-07-13T18:04:11.204Z"
+    assert data["unmeasured"] == ["queue_wait_ms"]
+
+
+def test_a_hostile_ce_schemaversion_is_left_out() -> None:
+    event = make_job_event(KEY, tenant_id="acme", job_id=JOB, timestamp=T)
+    hostile = event.with_headers(ce_schemaversion=b"1.0.0 <img src=x onerror=alert(1)>")
+    assert "schema_version" not in outcome_of(hostile)["data"]["fetcher"]
+    kept = outcome_of(event.with_headers(ce_schemaversion=b"2.0.0"))["data"]["fetcher"]
+    assert kept["schema_version"] == "2.0.0"
+
+
+def test_queue_name_is_an_allowlisted_ce_source_or_the_exchange() -> None:
+    event = make_job_event(KEY, tenant_id="acme", job_id=JOB, timestamp=T)
+    allowlisted = VerificationPolicy(keys=[KEY], allowed_sources=frozenset({SOURCE}))
+    assert outcome_of(event, allowlisted)["data"]["queue_name"] == SOURCE
+    stripped = event.with_headers(ce_source=None)
+    assert outcome_of(stripped, allowlisted)["data"]["queue_name"] == "fetcher.job.events"
+    overlong = event.with_headers(ce_source=b"//" + b"x" * 300)
+    assert outcome_of(overlong)["data"]["queue_name"] == "fetcher.job.events"
 
 
 def test_zero_execution_time_is_a_measured_zero() -> None:

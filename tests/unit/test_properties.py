@@ -178,3 +178,35 @@ def test_flipping_any_signed_byte_is_rejected(field: str, index: int, bit: int) 
         assert rejected.reason is not None
     else:
         raise AssertionError(f"a flipped bit in {field} was accepted")
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=80)
+@given(
+    status=st.sampled_from(["completed", "failed"]),
+    unsigned=st.dictionaries(
+        st.sampled_from(["ce-source", "ce-time", "ce-schemaversion"]),
+        st.one_of(
+            header_values,
+            st.text(max_size=400).map(str.encode),
+            st.datetimes(timezones=st.just(UTC)).map(
+                lambda d: d.isoformat().replace("+00:00", "Z").encode()
+            ),
+        ),
+        max_size=3,
+    ),
+)
+def test_unsigned_headers_shape_no_outcome_unchecked(status, unsigned) -> None:  # type: ignore[no-untyped-def]
+    """Whatever a copy carries in ce-source, ce-time and ce-schemaversion, the outcome stays
+    schema-valid and its time is the signed body's, ce-time within the bounds of `t`, or `t`."""
+    event = make_job_event(KEY, status=status, tenant_id="acme", timestamp=T)
+    changed = event.with_headers(**unsigned)
+    outcome = webhook_body(read_job_event(changed.forwarded(), POLICY, AT), release="r")
+    jsonschema.validate(outcome, SCHEMA)
+    data = outcome["data"]
+    moment = datetime.fromisoformat(data["timestamp_utc"].replace("Z", "+00:00")).timestamp()
+    if status == "failed":
+        assert T - POLICY.max_age_seconds <= moment <= T + POLICY.max_future_seconds
+        if "timestamp_utc" in data["unmeasured"]:
+            assert moment == T  # ce-time absent, unreadable or out of bounds: the signed t
+    assert len(data["queue_name"]) <= 256
+    assert len(data["fetcher"].get("schema_version", "")) <= 32

@@ -86,10 +86,14 @@ class JobEvent(BaseModel):
     routing_key: str
     vhost: str = "/"
     source: str | None = None
-    """`ce-source`: the producer's CloudEvents source."""
+    """`ce-source`: the producer's CloudEvents source, as cross_checks.checked_source allows it."""
     schema_version: str | None = None
+    """`ce-schemaversion` when it is a short version string (unsigned, informational)."""
     emitted_at: datetime | None = None
-    """`ce-time`: when this copy was emitted (changes on re-emission)."""
+    """`ce-time`: when this copy was emitted (changes on re-emission); None when absent,
+    unreadable or outside the freshness bounds of `signed_at` (cross_checks.py)."""
+    signed_at: datetime
+    """`t`, signed: when the producer's outbox relayed this copy."""
     received_at: datetime
     """The receipt clock (SQS `SentTimestamp`)."""
     metadata: dict[str, Any] = Field(default_factory=dict)

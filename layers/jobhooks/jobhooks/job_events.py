@@ -10,14 +10,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from jobhooks.cross_checks import attributed_tenant, check_event_identity
+from jobhooks.cross_checks import (
+    attributed_tenant,
+    check_event_identity,
+    checked_emission_time,
+    checked_source,
+    informational_schema_version,
+    signed_time,
+)
 from jobhooks.envelope import ForwardedMessage
 from jobhooks.event import JobEvent, parse_body, parse_rfc3339, routing_status
 from jobhooks.freshness import DEFAULT_FUTURE_SKEW_SECONDS
 from jobhooks.keys import HmacKey
 from jobhooks.rejection import Reason, RejectedMessageError
 from jobhooks.signed_bytes import job_id_in, parse_json_object
-from jobhooks.verification import header_text, verify_signature
+from jobhooks.verification import verify_signature
 
 DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600
 
@@ -28,6 +35,11 @@ class VerificationPolicy:
     max_age_seconds: float = DEFAULT_RETENTION_SECONDS
     max_future_seconds: float = DEFAULT_FUTURE_SKEW_SECONDS
     allow_legacy_signatures: bool = False
+    # Empty: ce-source is not checked (a bounded label). Otherwise the only values it may have.
+    allowed_sources: frozenset[str] = frozenset()
+    # How long before `t` a ce-time still counts: the retention, kept apart from
+    # max_age_seconds because an operator's replay may lift the stale check (0) for one message.
+    max_emission_lag_seconds: float = DEFAULT_RETENTION_SECONDS
 
 
 def read_forwarded_message(
@@ -67,9 +79,10 @@ def _read(message: ForwardedMessage, policy: VerificationPolicy, received_at: da
         job_id=job_id_in(document),
     )
     body = parse_body(document)
-    tenant_id = attributed_tenant(message.headers, signature.tenant_id)
+    tenant_id = attributed_tenant(message.headers, signature)
     event_id = check_event_identity(message.headers, body, routed_status)
     headers = message.headers
+    source = checked_source(headers, policy.allowed_sources)
     has_cloudevents = any(name.startswith("ce-") for name in headers)
     error = body.metadata.get("error") if body.status == "failed" else None
     error_message = error.get("message") if isinstance(error, dict) else None
@@ -81,9 +94,15 @@ def _read(message: ForwardedMessage, policy: VerificationPolicy, received_at: da
         exchange=message.exchange,
         routing_key=message.routing_key,
         vhost=message.vhost,
-        source=header_text(headers.get("ce-source")) or None,
-        schema_version=header_text(headers.get("ce-schemaversion")) or None,
-        emitted_at=parse_rfc3339(header_text(headers.get("ce-time"))),
+        source=source,
+        schema_version=informational_schema_version(headers),
+        emitted_at=checked_emission_time(
+            headers,
+            signature,
+            max_lag_seconds=policy.max_emission_lag_seconds,
+            max_ahead_seconds=policy.max_future_seconds,
+        ),
+        signed_at=signed_time(signature),
         received_at=received_at.astimezone(UTC),
         metadata=body.metadata,
         result=body.result if body.status == "completed" else None,

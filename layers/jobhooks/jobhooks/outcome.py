@@ -65,10 +65,13 @@ class Outcome(BaseModel):
 def to_outcome(event: JobEvent, *, release: str | None = None) -> Outcome:
     unmeasured: set[str] = set()
 
+    # completedAt is in the signed body; ce-time only counts within the bounds of the signed `t`
+    # (cross_checks.py). Without either, `t` itself: when the producer relayed the message, a
+    # signed upper bound on when the job ended, but not the moment itself.
     moment = event.completed_at if event.status == "completed" else None
     moment = moment or event.emitted_at
     if moment is None:
-        moment = event.received_at
+        moment = event.signed_at
         unmeasured.add("timestamp_utc")
 
     if not release:

@@ -21,6 +21,7 @@ class Reason(StrEnum):
     TENANT_MISMATCH = "tenant_mismatch"
     EVENT_MISMATCH = "event_mismatch"
     MALFORMED_BODY = "malformed_body"
+    UNTRUSTED_SOURCE = "untrusted_source"
 
 
 class RejectedMessageError(Exception):

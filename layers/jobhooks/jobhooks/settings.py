@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from jobhooks.cross_checks import parse_source_list
 from jobhooks.job_events import VerificationPolicy
 from jobhooks.keys import HmacKey, KeyConfigurationError, parse_key_list
 
@@ -54,6 +55,10 @@ class VerificationSettings(Settings):
     future_skew_seconds: float = Field(30, ge=0, le=3600)
     allow_legacy_signatures: bool = False
     producer_release: str = ""
+    allowed_sources: str = Field(
+        "",
+        description="ce-source values accepted, comma-separated; empty: ce-source is not checked",
+    )
 
     @field_validator("fetcher_hmac_keys")
     @classmethod
@@ -65,13 +70,22 @@ class VerificationSettings(Settings):
                 raise ValueError(str(error)) from None
         return value
 
+    @field_validator("allowed_sources")
+    @classmethod
+    def _sources_parse(cls, value: str) -> str:
+        parse_source_list(value)
+        return value
+
     def verification_policy(self, keys: tuple[HmacKey, ...] | None = None) -> VerificationPolicy:
         """The policy for verifying events; `keys` overrides the directly configured ones."""
         if keys is None:
             keys = parse_key_list(self.fetcher_hmac_keys)
+        retention = self.dedup_retention_days * 86400
         return VerificationPolicy(
             keys=keys,
-            max_age_seconds=self.dedup_retention_days * 86400,
+            max_age_seconds=retention,
             max_future_seconds=self.future_skew_seconds,
             allow_legacy_signatures=self.allow_legacy_signatures,
+            allowed_sources=parse_source_list(self.allowed_sources),
+            max_emission_lag_seconds=retention,
         )

@@ -34,7 +34,8 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 class VerifiedSignature:
     timestamp: int
     tenant_id: str
-    """The signed `X-Tenant-ID` value ("" when the producer sent none)."""
+    """The signed `X-Tenant-ID` value: "" when the producer sent none, and always "" for a
+    legacy signature, which signs no tenant (cross_checks.attributed_tenant decides)."""
     key_fingerprint: str
     legacy: bool
 
@@ -101,7 +102,7 @@ def verify_signature(
         legacy = legacy_signed_bytes(timestamp=timestamp, body=body)
         for key in keys:
             if _matches(key, legacy, provided):
-                return VerifiedSignature(timestamp, tenant_id, key.fingerprint, legacy=True)
+                return VerifiedSignature(timestamp, "", key.fingerprint, legacy=True)
     raise RejectedMessageError(
         Reason.SIGNATURE_MISMATCH,
         f"the HMAC does not verify under any of the {len(keys)} configured key(s); check the "

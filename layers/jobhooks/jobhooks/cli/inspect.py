@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jobhooks.cli.errors import CliError
+from jobhooks.cross_checks import parse_source_list
 from jobhooks.event import parse_rfc3339
 from jobhooks.job_events import (
     DEFAULT_RETENTION_SECONDS,
@@ -65,6 +66,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--allow-legacy", action="store_true", help="also accept v1.4.x body-only signatures"
     )
+    parser.add_argument(
+        "--allowed-sources",
+        metavar="LIST",
+        default=os.environ.get("JOBHOOKS_ALLOWED_SOURCES", ""),
+        help="ce-source values accepted, comma-separated, as the stack's AllowedSources "
+        "(default: $JOBHOOKS_ALLOWED_SOURCES; empty: ce-source is not checked)",
+    )
     parser.add_argument("--release", default=os.environ.get("JOBHOOKS_PRODUCER_RELEASE", ""))
     parser.set_defaults(handler=run_inspect)
 
@@ -74,8 +82,19 @@ def run_inspect(args: argparse.Namespace) -> int:
     raw = _read(args.file)
     body, sent_at = _forwarded_body(raw)
     received_at = _received_at(args.received_at) or sent_at or datetime.now(UTC)
+    try:
+        allowed_sources = parse_source_list(args.allowed_sources)
+    except ValueError as error:
+        raise CliError(f"--allowed-sources: {error}", exit_code=2) from None
     policy = VerificationPolicy(
-        keys=keys, max_age_seconds=args.tolerance, allow_legacy_signatures=args.allow_legacy
+        keys=keys,
+        max_age_seconds=args.tolerance,
+        allow_legacy_signatures=args.allow_legacy,
+        allowed_sources=allowed_sources,
+        # ce-time's bound before `t` is the retention, also when --tolerance turns the age off.
+        max_emission_lag_seconds=(
+            args.tolerance if args.tolerance > 0 else DEFAULT_RETENTION_SECONDS
+        ),
     )
     try:
         event = read_forwarded_message(body, policy, received_at)

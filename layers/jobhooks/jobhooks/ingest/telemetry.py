@@ -6,8 +6,8 @@ replaying a message, tests) can keep the logging-only base. Bodies and keys are 
 rejection details are, as they name a rule and a header, never a secret.
 
 Metrics (namespace from `POWERTOOLS_METRICS_NAMESPACE`, dimension `service`): Received,
-Accepted, Rejected (also per `reason`: 11 bounded values), Duplicates, DeliveriesEnqueued,
-Unmatched.
+Accepted, Rejected (also per `reason`: 12 bounded values, one per `Reason`), Duplicates,
+DeliveriesEnqueued, Unmatched.
 """
 
 from __future__ import annotations
