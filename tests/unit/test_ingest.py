@@ -266,24 +266,20 @@ def emf_blobs(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.startswith('{"_aws"')]
 
 
-def test_rejections_are_counted_in_total_and_per_reason(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    metrics = Metrics(namespace="jobhooks", service="jobhooks-test")
-    telemetry = PowertoolsTelemetry(Logger(service="jobhooks-test"), metrics)
-    rejected = QuarantinedMessage(
-        quarantine_id="q_1",
-        reason=Reason.STALE_TIMESTAMP,
-        detail="too old",
-        message="{}",
-        sqs_message_id="m",
-        sent_at=NOW,
-        received_at=NOW,
-        expires_at=NOW,
-    )
-
+def _report_one_rejection_and_one_unmatched_event(telemetry: PowertoolsTelemetry) -> None:
     telemetry.record_started(InboundMessage("{}", "m", NOW))
-    telemetry.rejected(rejected)
+    telemetry.rejected(
+        QuarantinedMessage(
+            quarantine_id="q_1",
+            reason=Reason.STALE_TIMESTAMP,
+            detail="too old",
+            message="{}",
+            sqs_message_id="m",
+            sent_at=NOW,
+            received_at=NOW,
+            expires_at=NOW,
+        )
+    )
     telemetry.accepted(
         EventRecord(
             event_id="e",
@@ -296,6 +292,16 @@ def test_rejections_are_counted_in_total_and_per_reason(
             matched=0,
         )
     )
+
+
+def test_rejections_are_counted_in_total_and_per_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    metrics = Metrics(namespace="jobhooks", service="jobhooks-test")
+    metrics.clear_metrics()  # one store per process: start from an empty one
+    telemetry = PowertoolsTelemetry(Logger(service="jobhooks-test"), metrics)
+
+    _report_one_rejection_and_one_unmatched_event(telemetry)
     metrics.flush_metrics()
 
     blobs = emf_blobs(capsys.readouterr().out)
@@ -313,3 +319,17 @@ def test_rejections_are_counted_in_total_and_per_reason(
         ("Unmatched", 1.0),
     ):
         assert totals[name] == [value], name
+
+
+def test_nothing_is_counted_while_metrics_are_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Powertools never clears its per-process store while metrics are disabled (`jobhooks dev`,
+    # in-process replays): whatever was added would surface in a later, enabled flush.
+    metrics = Metrics(namespace="jobhooks", service="jobhooks-test")
+    metrics.clear_metrics()
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+
+    _report_one_rejection_and_one_unmatched_event(
+        PowertoolsTelemetry(Logger(service="jobhooks-test"), metrics)
+    )
+
+    assert metrics.provider.metric_set == {}

@@ -121,6 +121,8 @@ class PowertoolsTelemetry(IngestTelemetry):
 
     def rejected(self, quarantined: QuarantinedMessage) -> None:
         super().rejected(quarantined)
+        if _metrics_disabled():
+            return
         from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
         # Plain `Rejected` (service only) feeds the alarm; the per-reason series needs its own
@@ -150,6 +152,17 @@ class PowertoolsTelemetry(IngestTelemetry):
             self._count(UNMATCHED)
 
     def _count(self, name: str, value: float = 1) -> None:
+        if _metrics_disabled():
+            return
         from aws_lambda_powertools.metrics import MetricUnit
 
         self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
+def _metrics_disabled() -> bool:
+    # Powertools 3.x keeps one metric store per process and never clears it while metrics are
+    # disabled (`jobhooks dev`, the CLI's in-process replays): a value added then would stay
+    # until a later flush with metrics enabled reported it as that invocation's.
+    from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+
+    return bool(is_metrics_disabled())
