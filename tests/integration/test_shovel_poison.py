@@ -1,0 +1,182 @@
+"""One poison message never stops the shovel (real RabbitMQ node, moto's SQS, `jobhooks shovel`).
+
+Any publisher on the exchange could stop the bridge: a header pika's own decoder cannot read (a
+timestamp past Python's datetime range, tables nested hundreds deep) made the consumer fail
+while decoding the frame, before the shovel's error handling; the connection dropped, the broker
+redelivered the same message first, forever, and every event behind it waited. Each test here
+publishes one such message ahead of valid Fetcher events and requires the events to reach SQS
+within seconds, the poison to be forwarded in its documented form (and read back by ingest) or
+parked with its reason, and the shovel to keep running.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+from jobhooks.job_events import VerificationPolicy, read_forwarded_message
+from jobhooks.local.moto_server import MotoServer
+from jobhooks.local.rabbitmq import RabbitMQBroker
+from jobhooks.sample_events import demo_key, make_job_event
+from jobhooks.shovel.parking import DETAIL_HEADER, REASON_HEADER
+
+from tests.fixtures.rabbitmq import (
+    AmqpNames,
+    EncodedField,
+    OutgoingMessage,
+    ShovelFactory,
+    ShovelProcess,
+    ce_id_of,
+    fetcher_job_event,
+    publish_confirmed,
+    publish_encoded_fields,
+    queue_depth,
+    read_queue,
+)
+from tests.integration.test_shovel import ReceivedMessage, SqsCollector, shovel_args
+
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
+
+KEY = demo_key()
+POLICY = VerificationPolicy(keys=[KEY])
+# "Within seconds": a healthy shovel forwards 20 events in well under one; the rest is room for
+# a loaded 2-core machine.
+FLOW_SECONDS = 15.0
+
+
+@pytest.fixture
+def ingest_queue(aws: MotoServer) -> str:
+    return str(boto3.client("sqs").create_queue(QueueName="jobhooks-ingest")["QueueUrl"])
+
+
+@pytest.fixture
+def collector(ingest_queue: str) -> Iterator[SqsCollector]:
+    with SqsCollector(ingest_queue) as running:
+        yield running
+
+
+def signed_event(names: AmqpNames, index: int, extra: dict[str, Any]) -> OutgoingMessage:
+    """A Fetcher event signed with the demo key, plus headers the signature does not cover."""
+    event = make_job_event(KEY, exchange=names.exchange, job_id=str(uuid.UUID(int=index + 1)))
+    return OutgoingMessage(event.routing_key, event.body, {**event.headers, **extra})
+
+
+def publish_poison_then_events(
+    broker: RabbitMQBroker,
+    names: AmqpNames,
+    collector: SqsCollector,
+    shovel: ShovelProcess,
+    poison: OutgoingMessage,
+) -> None:
+    """Publishes the poison, then 20 valid events; they must all reach SQS within seconds, and
+    the shovel must still be running and healthy."""
+    publish_encoded_fields()
+    events = [fetcher_job_event(index) for index in range(100, 120)]
+    publish_confirmed(broker.url, names.exchange, [poison])
+    publish_confirmed(broker.url, names.exchange, events)
+
+    collector.wait_for({ce_id_of(event) for event in events}, timeout=FLOW_SECONDS)
+
+    assert shovel.process is not None and shovel.process.poll() is None
+    status, report = shovel.health()
+    assert status == 200, report
+    assert not shovel.events("amqp_connection_lost"), "the poison broke the connection"
+    assert not shovel.events("amqp_consumer_crashed")
+
+
+def forwarded_poison(collector: SqsCollector, poison: OutgoingMessage) -> ReceivedMessage:
+    collector.wait_for({ce_id_of(poison)}, timeout=FLOW_SECONDS)
+    assert not collector.unreadable, collector.unreadable[0][1]
+    (received,) = [item for item in collector.received if item.ce_id == ce_id_of(poison)]
+    # Ingest reads it back and verifies it: an odd unsigned header is no reason to reject.
+    event = read_forwarded_message(received.body, POLICY, datetime.now(UTC))
+    assert event.event_id == ce_id_of(poison).decode()
+    return received
+
+
+@pytest.mark.parametrize(
+    "seconds",
+    [2**63, 253_402_300_800, 2**64 - 1],
+    ids=["2^63-OverflowError", "year-10000-ValueError", "largest-timestamp"],
+)
+def test_a_timestamp_past_pythons_range_is_forwarded_as_its_seconds_and_the_events_flow(
+    rabbitmq: RabbitMQBroker,
+    amqp_names: AmqpNames,
+    ingest_queue: str,
+    collector: SqsCollector,
+    start_shovel: ShovelFactory,
+    seconds: int,
+) -> None:
+    poison = signed_event(amqp_names, 1, {"x-expires-at": EncodedField.timestamp(seconds)})
+    shovel = start_shovel(*shovel_args(rabbitmq, ingest_queue, amqp_names))
+    shovel.wait_until_consuming()
+
+    publish_poison_then_events(rabbitmq, amqp_names, collector, shovel, poison)
+
+    received = forwarded_poison(collector, poison)
+    assert ["x-expires-at", "timestamp", seconds] in json.loads(received.body)["headers"]
+    assert received.forwarded.headers["x-expires-at"] == seconds
+    assert read_queue(rabbitmq.url, amqp_names.parking_queue) == []
+    assert shovel.terminate() == 0
+
+
+def test_a_long_string_that_is_not_utf8_is_forwarded_as_a_string_not_as_bytes(
+    rabbitmq: RabbitMQBroker,
+    amqp_names: AmqpNames,
+    ingest_queue: str,
+    collector: SqsCollector,
+    start_shovel: ShovelFactory,
+) -> None:
+    octets = b"caf\xe9 \xff\xfe"  # Latin-1 text and stray bytes: no UTF-8 decoder takes these
+    poison = signed_event(amqp_names, 1, {"x-note": EncodedField.long_string(octets)})
+    shovel = start_shovel(*shovel_args(rabbitmq, ingest_queue, amqp_names))
+    shovel.wait_until_consuming()
+
+    publish_poison_then_events(rabbitmq, amqp_names, collector, shovel, poison)
+
+    received = forwarded_poison(collector, poison)
+    note = ["x-note", "str_base64", base64.b64encode(octets).decode()]
+    assert note in json.loads(received.body)["headers"]
+    assert received.forwarded.headers["x-note"] == octets
+    assert shovel.terminate() == 0
+
+
+@pytest.mark.parametrize("depth", [400, 10_000])
+def test_tables_nested_past_the_cap_are_parked_unencodable_byte_for_byte_and_the_events_flow(
+    rabbitmq: RabbitMQBroker,
+    amqp_names: AmqpNames,
+    ingest_queue: str,
+    collector: SqsCollector,
+    start_shovel: ShovelFactory,
+    depth: int,
+) -> None:
+    deep = EncodedField.nested_tables(depth, leaf=b"\x01vS\x00\x00\x00\x02ok")
+    poison = signed_event(amqp_names, 1, {"x-deep": deep, "x-after": "kept"})
+    shovel = start_shovel(*shovel_args(rabbitmq, ingest_queue, amqp_names))
+    shovel.wait_until_consuming()
+
+    publish_poison_then_events(rabbitmq, amqp_names, collector, shovel, poison)
+
+    parked_event = shovel.wait_for_event("message_parked")
+    assert parked_event["level"] == "WARNING"
+    assert parked_event["reason"] == "unencodable"
+    assert parked_event["ce_id"] == ce_id_of(poison).decode()
+    assert len(shovel.events("message_parked")) == 1
+    (parked,) = read_queue(rabbitmq.url, amqp_names.parking_queue)
+    assert parked.headers[REASON_HEADER] == "unencodable"
+    assert "x-deep" in parked.headers[DETAIL_HEADER]
+    assert parked.body == poison.body
+    # Re-published byte for byte: the deep table, and the headers around it.
+    assert b"\x06x-deep" + deep.encoded + b"\x07x-afterS\x00\x00\x00\x04kept" in parked.raw_headers
+    assert parked.headers["x-after"] == "kept"
+    assert ce_id_of(poison) not in collector.ce_ids()
+    metrics = shovel.metrics()
+    assert metrics['jobhooks_shovel_parked_total{reason="unencodable",vhost="/"}'] == 1
+    assert queue_depth(rabbitmq.url, amqp_names.queue) == 0
+    assert shovel.terminate() == 0
