@@ -21,7 +21,7 @@ from jobhooks.local.moto_server import MotoServer
 from jobhooks.local.rabbitmq import RabbitMQBroker
 from jobhooks.local.tcp_proxy import TcpProxy
 from jobhooks.rejection import RejectedMessageError
-from jobhooks.shovel.amqp_fields import install_lossless_float_fields
+from jobhooks.shovel.amqp_fields import install_amqp_field_codec
 from jobhooks.shovel.parking import (
     DETAIL_HEADER,
     ORIGINAL_EXCHANGE_HEADER,
@@ -236,7 +236,7 @@ def test_forwards_fetcher_events_byte_for_byte_and_type_for_type(
     start_shovel: ShovelFactory,
 ) -> None:
     # pika cannot publish a float header by itself; the shovel's fix makes it encode `d`.
-    install_lossless_float_fields()
+    install_amqp_field_codec()
     messages = []
     for index in range(1000):
         status = "completed" if index % 3 else "failed"

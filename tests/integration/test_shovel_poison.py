@@ -24,6 +24,7 @@ from jobhooks.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.local.moto_server import MotoServer
 from jobhooks.local.rabbitmq import RabbitMQBroker
 from jobhooks.sample_events import demo_key, make_job_event
+from jobhooks.shovel.amqp_fields import install_amqp_field_codec
 from jobhooks.shovel.parking import DETAIL_HEADER, REASON_HEADER
 
 from tests.fixtures.rabbitmq import (
@@ -168,13 +169,16 @@ def test_tables_nested_past_the_cap_are_parked_unencodable_byte_for_byte_and_the
     assert parked_event["reason"] == "unencodable"
     assert parked_event["ce_id"] == ce_id_of(poison).decode()
     assert len(shovel.events("message_parked")) == 1
+    # pika's own decoder would fail on the parked copy too: read it as the shovel does.
+    install_amqp_field_codec()
     (parked,) = read_queue(rabbitmq.url, amqp_names.parking_queue)
     assert parked.headers[REASON_HEADER] == "unencodable"
     assert "x-deep" in parked.headers[DETAIL_HEADER]
     assert parked.body == poison.body
-    # Re-published byte for byte: the deep table, and the headers around it.
-    assert b"\x06x-deep" + deep.encoded + b"\x07x-afterS\x00\x00\x00\x04kept" in parked.raw_headers
-    assert parked.headers["x-after"] == "kept"
+    # Re-published byte for byte. (A quorum queue's basic.get adds x-delivery-count to the
+    # headers and sorts them by name: only each entry's own bytes can be compared.)
+    assert b"\x06x-deep" + deep.encoded in parked.raw_headers
+    assert b"\x07x-afterS\x00\x00\x00\x04kept" in parked.raw_headers
     assert ce_id_of(poison) not in collector.ce_ids()
     metrics = shovel.metrics()
     assert metrics['jobhooks_shovel_parked_total{reason="unencodable",vhost="/"}'] == 1
