@@ -12,18 +12,25 @@ parked with its reason, and the shovel to keep running.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import os
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import boto3
+import pika
+import pika.data
 import pytest
 from jobhooks.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.local.moto_server import MotoServer
 from jobhooks.local.rabbitmq import RabbitMQBroker
+from jobhooks.local.tcp_proxy import TcpProxy
 from jobhooks.sample_events import demo_key, make_job_event
+from jobhooks.shovel import Shovel, load_settings
 from jobhooks.shovel.amqp_fields import install_amqp_field_codec
 from jobhooks.shovel.parking import DETAIL_HEADER, REASON_HEADER
 
@@ -184,3 +191,205 @@ def test_tables_nested_past_the_cap_are_parked_unencodable_byte_for_byte_and_the
     assert metrics['jobhooks_shovel_parked_total{reason="unencodable",vhost="/"}'] == 1
     assert queue_depth(rabbitmq.url, amqp_names.queue) == 0
     assert shovel.terminate() == 0
+
+
+# --- the delivery limit: a failure nobody foresaw ends after N redeliveries -------------------
+
+
+@contextlib.contextmanager
+def failing_frame_reads(header: str) -> Iterator[dict[str, int]]:
+    """A failure nobody foresaw, inside pika, before any shovel code sees the delivery: reading
+    the header table of a message that has `header` raises, in this process."""
+    decode_table = pika.data.decode_table
+    failures = {"count": 0}
+
+    def decode_or_fail(encoded: bytes, offset: int) -> tuple[Any, int]:
+        table, end = decode_table(encoded, offset)
+        if header in table:
+            failures["count"] += 1
+            raise RuntimeError("injected by the test: a failure nobody foresaw")
+        return table, end
+
+    pika.data.decode_table = decode_or_fail
+    try:
+        yield failures
+    finally:
+        pika.data.decode_table = decode_table
+
+
+def wait_until(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def test_the_delivery_limit_parks_a_message_that_keeps_breaking_the_connection(
+    rabbitmq: RabbitMQBroker, amqp_names: AmqpNames, ingest_queue: str
+) -> None:
+    settings = load_settings(
+        {
+            "amqp_url": rabbitmq.url,
+            "queue_url": ingest_queue,
+            "exchange": amqp_names.exchange,
+            "queue": amqp_names.queue,
+            "parking_queue": amqp_names.parking_queue,
+            "delivery_limit": "3",
+            "health_port": "off",
+            "retry_max_delay_seconds": "0.2",
+        },
+        os.environ,
+    )
+    poison = fetcher_job_event(1)
+    poison.headers["x-unforeseen"] = "breaks every connection that reads it"
+    events = [fetcher_job_event(index) for index in range(100, 120)]
+
+    with SqsCollector(ingest_queue) as collector:
+        shovel = Shovel(settings).start()
+        try:
+            assert shovel.wait_until_consuming(timeout=30)
+            with failing_frame_reads("x-unforeseen") as failures:
+                publish_confirmed(rabbitmq.url, amqp_names.exchange, [poison, *events])
+                collector.wait_for({ce_id_of(event) for event in events}, timeout=FLOW_SECONDS)
+                wait_until(
+                    lambda: queue_depth(rabbitmq.url, amqp_names.parking_queue) >= 1,
+                    FLOW_SECONDS,
+                    "the poison was never dead-lettered",
+                )
+            # RabbitMQ (3.x) dead-letters it when it comes back a 4th time: 3 redeliveries.
+            assert failures["count"] == 4
+            wait_until(lambda: shovel.health()[0], 10, "the shovel did not recover")
+        finally:
+            shovel.stop(timeout=5)
+
+    # Only the poison: after a broken connection the shovel takes one message at a time until
+    # one is settled, so the events behind it did not come back with it until the limit.
+    (parked,) = read_queue(rabbitmq.url, amqp_names.parking_queue)
+    assert parked.headers["x-first-death-reason"] == "delivery_limit"
+    assert parked.headers["x-first-death-queue"] == amqp_names.queue
+    assert parked.headers["ce-id"] == poison.headers["ce-id"]
+    assert parked.body == poison.body
+    assert queue_depth(rabbitmq.url, amqp_names.queue) == 0
+
+
+def test_classic_mode_parks_a_message_redelivered_past_the_limit(
+    rabbitmq: RabbitMQBroker,
+    moto_server: MotoServer,
+    amqp_names: AmqpNames,
+    ingest_queue: str,
+    collector: SqsCollector,
+    start_shovel: ShovelFactory,
+) -> None:
+    assert rabbitmq.node is not None
+    held = fetcher_job_event(1)
+    events = [fetcher_job_event(index) for index in range(100, 120)]
+    with TcpProxy(moto_server.host, moto_server.port) as proxy:
+        shovel = start_shovel(
+            *shovel_args(rabbitmq, ingest_queue, amqp_names),
+            "--queue-type",
+            "classic",
+            "--delivery-limit",
+            "2",
+            "--sqs-endpoint-url",
+            proxy.url,
+        )
+        shovel.wait_until_consuming()
+        # SQS unreachable: the shovel holds the message unacked while its connection breaks,
+        # three times; each time the broker hands it back, marked redelivered.
+        proxy.refuse()
+        publish_confirmed(rabbitmq.url, amqp_names.exchange, [held])
+        for delivery in range(1, 4):
+            wait_until(
+                lambda count=delivery: shovel.metric("jobhooks_shovel_received_total") >= count,
+                FLOW_SECONDS,
+                f"delivery {delivery} never arrived",
+            )
+            assert not shovel.events("message_parked")
+            rabbitmq.node.rabbitmqctl("close_all_connections", "a link that keeps breaking")
+        parked_event = shovel.wait_for_event("message_parked", timeout=FLOW_SECONDS)
+        proxy.accept()
+        publish_confirmed(rabbitmq.url, amqp_names.exchange, events)
+        collector.wait_for({ce_id_of(event) for event in events}, timeout=FLOW_SECONDS)
+
+    assert parked_event["level"] == "WARNING"
+    assert parked_event["reason"] == "delivery_limit"
+    assert parked_event["ce_id"] == ce_id_of(held).decode()
+    assert parked_event["dead_lettered"] is True
+    # Handled 3 times (the first delivery and 2 redeliveries), rejected the 4th time: the
+    # broker moved it to the parking queue.
+    assert shovel.metric("jobhooks_shovel_received_total") == 4 + len(events)
+    (parked,) = read_queue(rabbitmq.url, amqp_names.parking_queue)
+    assert parked.headers["x-first-death-reason"] == "rejected"
+    assert parked.body == held.body
+    assert ce_id_of(held) not in collector.ce_ids()
+    metrics = shovel.metrics()
+    assert metrics['jobhooks_shovel_parked_total{reason="delivery_limit",vhost="/"}'] == 1
+    status, report = shovel.health()
+    assert status == 200, report
+    assert shovel.terminate() == 0
+
+
+# --- upgrading: a queue declared before the shovel set a delivery limit ------------------------
+
+
+def declare_queue(broker: RabbitMQBroker, queue: str, arguments: dict[str, Any]) -> None:
+    connection = pika.BlockingConnection(pika.URLParameters(broker.url))
+    try:
+        connection.channel().queue_declare(queue, durable=True, arguments=arguments)
+    finally:
+        connection.close()
+
+
+def test_a_queue_declared_without_a_delivery_limit_keeps_working_with_a_warning(
+    rabbitmq: RabbitMQBroker,
+    amqp_names: AmqpNames,
+    ingest_queue: str,
+    collector: SqsCollector,
+    start_shovel: ShovelFactory,
+) -> None:
+    # What the shovel declared before it set a delivery limit.
+    declare_queue(
+        rabbitmq,
+        amqp_names.queue,
+        {
+            "x-queue-type": "quorum",
+            "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": amqp_names.parking_queue,
+        },
+    )
+    shovel = start_shovel(*shovel_args(rabbitmq, ingest_queue, amqp_names))
+    shovel.wait_until_consuming()
+
+    warning = shovel.wait_for_event("queue_without_delivery_limit")
+    events = [fetcher_job_event(index) for index in range(20)]
+    publish_confirmed(rabbitmq.url, amqp_names.exchange, events)
+    collector.wait_for({ce_id_of(event) for event in events}, timeout=FLOW_SECONDS)
+
+    assert warning["level"] == "WARNING"
+    assert "delivery-limit" in warning["detail"] and "policy" in warning["detail"]
+    assert len(shovel.events("queue_without_delivery_limit")) == 1
+    assert shovel.terminate() == 0
+
+
+def test_a_queue_with_another_delivery_limit_stops_the_shovel_saying_what_to_do(
+    rabbitmq: RabbitMQBroker,
+    amqp_names: AmqpNames,
+    ingest_queue: str,
+    start_shovel: ShovelFactory,
+) -> None:
+    declare_queue(
+        rabbitmq,
+        amqp_names.queue,
+        {
+            "x-queue-type": "quorum",
+            "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": amqp_names.parking_queue,
+            "x-delivery-limit": 5,
+        },
+    )
+    shovel = start_shovel(*shovel_args(rabbitmq, ingest_queue, amqp_names))
+
+    assert shovel.process is not None
+    assert shovel.process.wait(timeout=30) == 1
+    assert "another delivery limit" in shovel.log_tail()
+    assert "--delivery-limit" in shovel.log_tail()
