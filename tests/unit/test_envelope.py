@@ -7,7 +7,14 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from jobhooks.envelope import FORMAT, ForwardedMessage, properties_from_amqp
+from jobhooks.envelope import (
+    FORMAT,
+    MAX_HEADER_NESTING,
+    ForwardedMessage,
+    NonUtf8String,
+    OutOfRangeTimestamp,
+    properties_from_amqp,
+)
 from jobhooks.rejection import Reason, RejectedMessageError
 
 MESSAGE = ForwardedMessage(
@@ -118,3 +125,88 @@ def test_non_finite_floats_travel_as_strict_json() -> None:
     assert '["n","float","nan"]' in text and '["i","float","-inf"]' in text
     headers = ForwardedMessage.from_json(text).headers
     assert headers["i"] == float("-inf") and headers["n"] != headers["n"]  # NaN
+
+
+def test_a_timestamp_past_year_9999_travels_as_its_seconds_and_reads_back_as_one() -> None:
+    headers = {"last": datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)}
+    headers |= {"next": OutOfRangeTimestamp(253_402_300_800), "max": OutOfRangeTimestamp(2**64 - 1)}
+    text = ForwardedMessage("x", "job.completed", b"", headers).to_json()
+
+    assert json.loads(text)["headers"] == [
+        ["last", "timestamp", 253_402_300_799],
+        ["next", "timestamp", 253_402_300_800],
+        ["max", "timestamp", 2**64 - 1],
+    ]
+    decoded = ForwardedMessage.from_json(text).headers
+    assert decoded == headers
+    assert [type(value) for value in decoded.values()] == [
+        datetime,
+        OutOfRangeTimestamp,
+        OutOfRangeTimestamp,
+    ]
+
+
+@pytest.mark.parametrize("seconds", [2**64, -(2**63)])
+def test_a_timestamp_outside_amqps_range_is_malformed(seconds: int) -> None:
+    document = {**json.loads(MESSAGE.to_json()), "headers": [["t", "timestamp", seconds]]}
+    with pytest.raises(RejectedMessageError) as rejected:
+        ForwardedMessage.from_json(json.dumps(document))
+    assert rejected.value.reason is Reason.MALFORMED_ENVELOPE
+
+
+@pytest.mark.parametrize("seconds", [0, 253_402_300_799, 2**64])
+def test_an_out_of_range_timestamp_is_only_what_datetime_cannot_hold(seconds: int) -> None:
+    with pytest.raises(ValueError, match="is not an AMQP timestamp past year 9999"):
+        OutOfRangeTimestamp(seconds)
+
+
+def test_a_long_string_that_is_not_utf8_travels_as_str_base64_and_stays_one() -> None:
+    headers = {
+        "note": NonUtf8String(b"caf\xe9"),
+        "raw": b"caf\xe9",
+        "nested": [NonUtf8String(b"\xff")],
+    }
+    text = ForwardedMessage("x", "job.completed", b"", headers).to_json()
+
+    assert json.loads(text)["headers"] == [
+        ["note", "str_base64", "Y2Fm6Q=="],
+        ["raw", "bytes", "Y2Fm6Q=="],
+        ["nested", "list", [["str_base64", "/w=="]]],
+    ]
+    decoded = ForwardedMessage.from_json(text).headers
+    assert type(decoded["note"]) is NonUtf8String and decoded["note"] == b"caf\xe9"
+    assert type(decoded["raw"]) is bytes
+    assert type(decoded["nested"][0]) is NonUtf8String  # type: ignore[index]
+
+
+def nested_tables(depth: int) -> dict:  # type: ignore[type-arg]
+    value: dict = {}  # type: ignore[type-arg]
+    for _ in range(depth - 1):
+        value = {"n": value}
+    return value
+
+
+def test_headers_nest_up_to_the_cap_and_no_deeper() -> None:
+    at_cap = ForwardedMessage("x", "job.completed", b"", {"h": nested_tables(MAX_HEADER_NESTING)})
+    assert ForwardedMessage.from_json(at_cap.to_json()).headers == at_cap.headers
+
+    past_cap = {"h": nested_tables(MAX_HEADER_NESTING + 1), "ok": 1}
+    with pytest.raises(ValueError, match="header 'h': tables and arrays nest deeper than 32"):
+        ForwardedMessage("x", "job.completed", b"", past_cap).to_json()
+
+    document = json.loads(at_cap.to_json())
+    document["headers"] = [["h", "list", [document["headers"][0][1:]]]]
+    with pytest.raises(RejectedMessageError, match="deeper than 32") as rejected:
+        ForwardedMessage.from_json(json.dumps(document))
+    assert rejected.value.reason is Reason.MALFORMED_ENVELOPE
+
+
+def test_json_nested_past_the_parsers_limit_is_a_malformed_envelope() -> None:
+    with pytest.raises(RejectedMessageError) as rejected:
+        ForwardedMessage.from_json("[" * 100_000)
+    assert rejected.value.reason is Reason.MALFORMED_ENVELOPE
+
+
+def test_a_value_the_contract_cannot_carry_names_its_header() -> None:
+    with pytest.raises(TypeError, match="header 'odd': the contract cannot carry"):
+        ForwardedMessage("x", "job.completed", b"", {"ok": 1, "odd": object()}).to_json()  # type: ignore[dict-item]

@@ -6,11 +6,12 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from jobhooks.envelope import ForwardedMessage
+from jobhooks.envelope import ForwardedMessage, NonUtf8String, OutOfRangeTimestamp
 from jobhooks.job_events import VerificationPolicy, read_forwarded_message, read_job_event
 from jobhooks.keys import HmacKey, key_from_hex
 from jobhooks.rejection import Reason, RejectedMessageError
 from jobhooks.sample_events import SampleEvent, completed_body, demo_key, make_job_event
+from jobhooks.verification import header_text
 
 KEY = demo_key()
 PREVIOUS = key_from_hex("11" * 32)
@@ -184,6 +185,41 @@ def test_header_values_of_unexpected_types_get_a_verdict() -> None:
             read_job_event(message, POLICY, AT)
         except RejectedMessageError as rejected:
             assert rejected.reason in set(Reason)
+
+
+def test_odd_unsigned_headers_of_any_publisher_do_not_spoil_a_valid_event() -> None:
+    # A timestamp past year 9999 and a long string that is not UTF-8: both forwarded by the
+    # shovel in their own form, neither covered by the signature.
+    event = signed().with_headers(
+        x_expires_at=OutOfRangeTimestamp(2**63), x_note=NonUtf8String(b"caf\xe9")
+    )
+    raw = event.forwarded(received_at="2026-07-13T18:04:12.001Z").to_json()
+
+    verified = read_forwarded_message(raw, POLICY, AT)
+
+    assert verified.event_id == f"fetcher.job.completed.{JOB}"
+
+
+@pytest.mark.parametrize(
+    "t",
+    [OutOfRangeTimestamp(2**63), datetime.fromtimestamp(T, UTC), NonUtf8String(str(T).encode())],
+)
+def test_t_must_be_a_base_10_integer_not_a_timestamp_or_non_utf8_string(t: object) -> None:
+    message = signed().forwarded()
+    headers = {**message.headers, "t": t}
+    forwarded = ForwardedMessage.from_json(
+        ForwardedMessage(message.exchange, message.routing_key, message.body, headers).to_json()
+    )
+    with pytest.raises(RejectedMessageError) as rejected:
+        read_job_event(forwarded, POLICY, AT)
+    assert rejected.value.reason is Reason.BAD_TIMESTAMP
+
+
+def test_a_long_string_that_is_not_utf8_is_never_text() -> None:
+    assert header_text(NonUtf8String(b"caf\xe9")) is None
+    # Even when its octets happen to decode: the type says what the publisher sent.
+    assert header_text(NonUtf8String(b"abc")) is None
+    assert header_text(b"abc") == "abc"
 
 
 def test_a_key_is_never_shown_in_repr() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pika
 import pika.data
 from jobhooks.envelope import ForwardedMessage
-from jobhooks.shovel.amqp_fields import install_lossless_float_fields
+from jobhooks.shovel.amqp_fields import install_amqp_field_codec
 from jobhooks.shovel.forwarding import Delivery, build_sqs_entry, sqs_size
 
 
@@ -53,7 +53,7 @@ def test_the_size_counts_body_and_attributes_like_sqs() -> None:
 
 
 def test_float_and_double_headers_decode_as_floats() -> None:
-    install_lossless_float_fields()
+    install_amqp_field_codec()
     fields = b"\x01dd" + struct.pack(">d", 1.5) + b"\x01ff" + struct.pack(">f", 0.25)
     nested = b"\x01A" + b"A" + struct.pack(">I", 9) + b"d" + struct.pack(">d", -2.5)
 
@@ -66,7 +66,7 @@ def test_float_and_double_headers_decode_as_floats() -> None:
 
 
 def test_float_headers_encode_as_doubles_for_the_parking_queue() -> None:
-    install_lossless_float_fields()
+    install_amqp_field_codec()
     pieces: list[bytes] = []
 
     pika.data.encode_table(pieces, {"ratio": 0.1, "n": 1, "flag": True})

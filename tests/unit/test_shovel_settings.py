@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from jobhooks.cli.main import main
 from jobhooks.shovel import QueueType, ShovelSettingsError, load_settings
+from jobhooks.shovel.topology import queue_arguments
 
 AMQP_URL = "amqp://shovel:s3cret@rabbit.internal:5672/%2F"
 QUEUE_URL = "https://sqs.eu-west-1.amazonaws.com/123456789012/jobhooks-ingest"
@@ -82,6 +83,23 @@ def test_sqs_messages_cannot_be_configured_larger_than_sqs_takes() -> None:
     message = problems_of({"max_message_bytes": "2000000"}, REQUIRED)
 
     assert "--max-message-bytes must be at most 1048576" in message
+
+
+def test_the_delivery_limit_is_a_setting_and_a_quorum_queue_argument() -> None:
+    default = load_settings({}, REQUIRED)
+    lower = load_settings({}, {**REQUIRED, "JOBHOOKS_SHOVEL_DELIVERY_LIMIT": "5"})
+    classic = load_settings({"delivery_limit": "7", "queue_type": "classic"}, REQUIRED)
+
+    assert default.delivery_limit == 20
+    assert queue_arguments(default)["x-delivery-limit"] == 20
+    assert queue_arguments(lower)["x-delivery-limit"] == 5
+    assert "x-delivery-limit" not in queue_arguments(default, delivery_limit=False)
+    # Classic queues have none: the shovel counts redeliveries itself.
+    assert classic.delivery_limit == 7 and "x-delivery-limit" not in queue_arguments(classic)
+    assert queue_arguments(classic)["x-dead-letter-routing-key"] == classic.parking_queue
+    assert "--delivery-limit must be at least 1, got '0'" in problems_of(
+        {"delivery_limit": "0"}, REQUIRED
+    )
 
 
 def test_the_redacted_url_keeps_user_host_and_vhost_only() -> None:

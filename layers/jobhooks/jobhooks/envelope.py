@@ -7,7 +7,10 @@ separately, so the reader accepts exactly `jobhooks.amqp/1` and rejects everythi
 
 Header values keep their AMQP type through Python types: `str` (AMQP long string), `bytes`
 (byte array), `int`, `float`, `bool`, `None` (void), `Decimal`, `datetime` (timestamp, UTC),
-`list` (array) and `dict` (nested table, insertion-ordered).
+`list` (array) and `dict` (nested table, insertion-ordered). Two AMQP values have no standard
+Python type, and any publisher can send them: `OutOfRangeTimestamp` (a timestamp past
+datetime's year 9999, kept as its seconds) and `NonUtf8String` (a long string whose octets are
+not UTF-8, kept as those octets). Tables and arrays nest at most `MAX_HEADER_NESTING` deep.
 
 The body is strict JSON: a non-finite float header (which the contract's "JSON number" cannot
 express) is written as the string `nan`, `inf` or `-inf` with type `float`.
@@ -32,6 +35,48 @@ _NON_FINITE = ("nan", "inf", "-inf")
 
 # SQS accepts at most 1 MiB per message (body plus attributes).
 SQS_MAX_MESSAGE_BYTES = 1_048_576
+
+# How deep tables and arrays may nest inside one header value (a table holding a list is 2).
+# Fetcher's deepest header is 2; the cap keeps every reader and writer of a hostile header far
+# below Python's recursion limit (1000 frames, about 2 per level), in the shovel and in ingest.
+MAX_HEADER_NESTING = 32
+
+# An AMQP timestamp is an unsigned 64-bit count of seconds; datetime ends with year 9999.
+LAST_DATETIME_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z
+MAX_AMQP_TIMESTAMP = 2**64 - 1
+
+
+class OutOfRangeTimestamp(int):
+    """An AMQP timestamp datetime cannot hold (year 10000 or later, up to 2^64 - 1 seconds),
+    kept as its integer seconds since the epoch. The contract writes it like any timestamp,
+    `["timestamp", seconds]`; readers get this type back for seconds past year 9999."""
+
+    __slots__ = ()
+
+    def __new__(cls, seconds: int) -> OutOfRangeTimestamp:
+        if not LAST_DATETIME_SECOND < seconds <= MAX_AMQP_TIMESTAMP:
+            raise ValueError(
+                f"{seconds} is not an AMQP timestamp past year 9999 "
+                f"({LAST_DATETIME_SECOND + 1} to {MAX_AMQP_TIMESTAMP}); use a datetime"
+            )
+        return super().__new__(cls, seconds)
+
+    def __repr__(self) -> str:
+        return f"OutOfRangeTimestamp({int(self)})"
+
+
+class NonUtf8String(bytes):
+    """An AMQP long string (`S`) whose octets are not valid UTF-8, kept as those octets.
+
+    It stays a string, distinct from a byte array (`bytes`): the contract writes it as
+    `["str_base64", "<base64 of the octets>"]` and the shovel re-publishes it as `S`. It is
+    never text (`verification.header_text` returns None for it)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"NonUtf8String({bytes(self)!r})"
+
 
 HeaderValue = (
     str
@@ -85,7 +130,7 @@ class ForwardedMessage:
             "redelivered": self.redelivered,
             "received_at": self.received_at or _now_rfc3339(),
             "properties": self.properties,
-            "headers": [[name, *_encode_value(value)] for name, value in self.headers.items()],
+            "headers": _encode_table(self.headers),
             "body": base64.b64encode(self.body).decode("ascii"),
         }
         return json.dumps(document, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
@@ -94,7 +139,8 @@ class ForwardedMessage:
     def from_json(cls, text: str | bytes) -> ForwardedMessage:
         try:
             document = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            # RecursionError: JSON nested past the parser's depth limit, never ours.
             raise _malformed(f"the SQS body is not JSON ({exc.__class__.__name__})") from None
         if not isinstance(document, dict):
             raise _malformed("the SQS body is JSON but not an object")
@@ -119,7 +165,7 @@ class ForwardedMessage:
             redelivered=redelivered,
             received_at=received_at,
             properties=properties,
-            headers=_decode_table(raw_headers, "headers"),
+            headers=_decode_table(raw_headers, "headers", 0),
             body=_b64decode(raw_body, "body"),
         )
 
@@ -166,16 +212,34 @@ def _b64decode(text: str, where: str) -> bytes:
 # --- typed values -------------------------------------------------------------------------
 
 
-def _encode_value(value: HeaderValue) -> list[Any]:
+def _encode_table(table: dict[str, HeaderValue], depth: int = 0) -> list[list[Any]]:
+    """A table as the contract's `[name, type, value]` list; `depth` is the table's own."""
+    entries = []
+    for name, value in table.items():
+        try:
+            entries.append([name, *_encode_value(value, depth + 1)])
+        except (TypeError, ValueError) as error:
+            if depth:
+                raise
+            # Name the header: the shovel parks the message with this sentence.
+            kind = TypeError if isinstance(error, TypeError) else ValueError
+            raise kind(f"header {name!r}: {error}") from None
+    return entries
+
+
+def _encode_value(value: HeaderValue, depth: int) -> list[Any]:
     """A Python AMQP value as its contract `[type, value]` pair."""
     if isinstance(value, str):
         return ["str", value]
+    if isinstance(value, NonUtf8String):
+        return ["str_base64", base64.b64encode(value).decode("ascii")]
     if isinstance(value, bytes | bytearray):
         return ["bytes", base64.b64encode(bytes(value)).decode("ascii")]
     if isinstance(value, bool):
         return ["bool", value]
     if isinstance(value, int):
-        return ["int", value]
+        # An OutOfRangeTimestamp is an int too: it travels as the timestamp it is.
+        return ["timestamp" if isinstance(value, OutOfRangeTimestamp) else "int", int(value)]
     if isinstance(value, float):
         # JSON has no NaN or infinities; they travel as the strings Python's float() reads back.
         return ["float", value if math.isfinite(value) else repr(value)]
@@ -186,14 +250,22 @@ def _encode_value(value: HeaderValue) -> list[Any]:
     if isinstance(value, datetime):
         aware = value if value.tzinfo else value.replace(tzinfo=UTC)
         return ["timestamp", int(aware.timestamp())]
+    if isinstance(value, list | dict) and depth > MAX_HEADER_NESTING:
+        raise ValueError(f"tables and arrays nest deeper than {MAX_HEADER_NESTING} levels")
     if isinstance(value, list):
-        return ["list", [_encode_value(item) for item in value]]
+        return ["list", [_encode_value(item, depth + 1) for item in value]]
     if isinstance(value, dict):
-        return ["table", [[name, *_encode_value(item)] for name, item in value.items()]]
-    raise TypeError(f"unsupported AMQP header value type {type(value).__name__}")
+        return ["table", _encode_table(value, depth)]
+    raise TypeError(f"the contract cannot carry {_describe(value)}")
 
 
-def _decode_table(entries: Any, where: str) -> dict[str, HeaderValue]:
+def _describe(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _decode_table(entries: Any, where: str, depth: int) -> dict[str, HeaderValue]:
+    """The contract's `[name, type, value]` list as a table; `depth` is the table's own."""
     if not isinstance(entries, list):
         raise _malformed(f"{where} must be a list of [name, type, value]")
     table: dict[str, HeaderValue] = {}
@@ -211,14 +283,18 @@ def _decode_table(entries: Any, where: str) -> dict[str, HeaderValue]:
             except (binascii.Error, UnicodeEncodeError):
                 raise _malformed(f"{where}[{name!r}] is not standard base64") from None
         else:
-            table[name] = _decode_value(kind, raw, f"{where}[{name!r}]")
+            table[name] = _decode_value(kind, raw, f"{where}[{name!r}]", depth + 1)
     return table
 
 
-def _decode_value(kind: Any, raw: Any, where: str) -> HeaderValue:
+def _decode_value(kind: Any, raw: Any, where: str, depth: int) -> HeaderValue:
+    if kind in ("list", "table") and depth > MAX_HEADER_NESTING:
+        raise _malformed(f"{where} nests tables and arrays deeper than {MAX_HEADER_NESTING}")
     match kind:
         case "str" if isinstance(raw, str):
             return raw
+        case "str_base64" if isinstance(raw, str):
+            return NonUtf8String(_b64decode(raw, where))
         case "bytes" if isinstance(raw, str):
             return _b64decode(raw, where)
         case "int" if type(raw) is int:
@@ -237,6 +313,8 @@ def _decode_value(kind: Any, raw: Any, where: str) -> HeaderValue:
             except InvalidOperation:
                 raise _malformed(f"{where} is not a decimal string") from None
         case "timestamp" if type(raw) is int:
+            if LAST_DATETIME_SECOND < raw <= MAX_AMQP_TIMESTAMP:
+                return OutOfRangeTimestamp(raw)
             try:
                 return datetime.fromtimestamp(raw, UTC)
             except (OverflowError, OSError, ValueError):
@@ -246,8 +324,8 @@ def _decode_value(kind: Any, raw: Any, where: str) -> HeaderValue:
             for index, item in enumerate(raw):
                 if not (isinstance(item, list) and len(item) == 2):
                     raise _malformed(f"{where}[{index}] must be [type, value]")
-                items.append(_decode_value(item[0], item[1], f"{where}[{index}]"))
+                items.append(_decode_value(item[0], item[1], f"{where}[{index}]", depth + 1))
             return items
         case "table":
-            return _decode_table(raw, where)
+            return _decode_table(raw, where, depth)
     raise _malformed(f"{where} has type {kind!r} with a value that does not match it")

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from jobhooks.envelope import Headers, HeaderValue
+from jobhooks.envelope import Headers, HeaderValue, NonUtf8String, OutOfRangeTimestamp
 from jobhooks.freshness import DEFAULT_FUTURE_SKEW_SECONDS, check_freshness
 from jobhooks.keys import HmacKey
 from jobhooks.rejection import Reason, RejectedMessageError
@@ -116,8 +116,9 @@ def _matches(key: HmacKey, signed: bytes, provided: bytes) -> bool:
 
 
 def parse_timestamp(value: HeaderValue) -> int:
-    """`t` as the producer parses it: a base-10 int64 string, or an integer header."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    """`t` as the producer parses it: a base-10 int64 string, or an integer header (a
+    timestamp header is neither, whether datetime holds it or not)."""
+    if isinstance(value, int) and not isinstance(value, bool | OutOfRangeTimestamp):
         number = value
     else:
         text = header_text(value)
@@ -132,9 +133,12 @@ def parse_timestamp(value: HeaderValue) -> int:
 
 
 def header_text(value: HeaderValue) -> str | None:
-    """A header as text: AMQP strings as they are, byte arrays as UTF-8, anything else None."""
+    """A header as text: AMQP strings as they are, byte arrays as UTF-8, anything else None
+    (a long string that is not UTF-8 included: it has no text)."""
     if isinstance(value, str):
         return value
+    if isinstance(value, NonUtf8String):
+        return None
     if isinstance(value, bytes):
         try:
             return value.decode("utf-8")

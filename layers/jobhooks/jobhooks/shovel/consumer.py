@@ -8,6 +8,13 @@ A delivery tag is only valid on the channel that received it. Each connection ge
 *generation*; a request about a delivery from an older generation is dropped, because the
 broker has already put that delivery back in the queue (at-least-once: a duplicate, never a
 loss).
+
+One message must never stop the others. Whatever goes wrong while handling a delivery parks
+that delivery; the connection stays. What could fail before the shovel sees a delivery (pika
+reading the frame) is prevented by the total field-table codec (amqp_fields) and ended by the
+delivery limits (topology, redeliveries). After a connection failed, the next one starts with a
+prefetch of 1 that grows with each settled delivery: a message that breaks connections is then
+the only one in flight when it does, and only it comes back (and reaches the limit).
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ from jobhooks.shovel.logs import get_logger, log_event
 from jobhooks.shovel.metrics import ShovelMetrics
 from jobhooks.shovel.outbox import Outbox, PendingDelivery
 from jobhooks.shovel.parking import ParkReason, publish_to_parking
-from jobhooks.shovel.settings import ShovelSettings
+from jobhooks.shovel.redeliveries import RedeliveryCounter
+from jobhooks.shovel.settings import QueueType, ShovelSettings
 from jobhooks.shovel.topology import declare_topology
 
 log = get_logger("amqp")
@@ -48,6 +56,12 @@ _SOCKET_TIMEOUT_SECONDS = 10.0
 # A broker that blocks publishers (memory or disk alarm) for this long gets a fresh connection.
 _BLOCKED_CONNECTION_TIMEOUT_SECONDS = 120.0
 _CONNECTION_ERRORS = (pika.exceptions.AMQPError, OSError, ShovelError)
+# A failure of the broker or the link, as opposed to one of a message's own.
+_BROKER_ERRORS = (
+    pika.exceptions.AMQPConnectionError,
+    pika.exceptions.AMQPChannelError,
+    OSError,
+)
 _ACCESS_REFUSED = 403
 _NOT_ALLOWED = 530
 
@@ -99,6 +113,11 @@ class VhostConsumer(threading.Thread):
         # Deliveries handed back to the broker when the last connection ended (None: it never
         # opened), for the log.
         self._released_on_loss: int | None = None
+        self._redeliveries = RedeliveryCounter(settings.delivery_limit)
+        # The prefetch of the current connection: the setting, or 1 growing back to it after a
+        # connection failed (see the module docstring).
+        self._prefetch = settings.prefetch
+        self._warned_without_delivery_limit = False
 
     # --- called from other threads --------------------------------------------------------
 
@@ -139,6 +158,7 @@ class VhostConsumer(threading.Thread):
                 return
             except _CONNECTION_ERRORS as error:
                 self.state = ConsumerState.DISCONNECTED
+                self._prefetch = 1
                 if self._released_on_loss is None:
                     log_event(
                         log,
@@ -160,6 +180,7 @@ class VhostConsumer(threading.Thread):
                 # A bug must not silently end the only consumer of this vhost: log it loudly
                 # and start over on a new connection (the broker redelivers what was held).
                 self.state = ConsumerState.DISCONNECTED
+                self._prefetch = 1
                 log.exception("amqp_consumer_crashed", extra={"fields": {"vhost": self.vhost}})
             if self._closing.is_set() or self._stop_consuming.is_set():
                 # Shutting down: a new connection could not ack the old deliveries anyway.
@@ -182,11 +203,12 @@ class VhostConsumer(threading.Thread):
         connection = self._connect()
         self._connection = connection
         try:
+            if not declare_topology(connection, self.settings, self.vhost):
+                self._warn_without_delivery_limit()
             channel = connection.channel()
-            declare_topology(channel, self.settings, self.vhost)
             parking_channel = connection.channel()
             parking_channel.confirm_delivery()
-            channel.basic_qos(prefetch_count=self.settings.prefetch)
+            channel.basic_qos(prefetch_count=self._prefetch)
             channel.add_on_cancel_callback(self._on_broker_cancel)
             self._generation += 1
             self._channel, self._parking_channel = channel, parking_channel
@@ -208,7 +230,7 @@ class VhostConsumer(threading.Thread):
                     queue=self.settings.queue,
                     exchange=self.settings.exchange,
                     routing_keys=list(self.settings.routing_keys),
-                    prefetch=self.settings.prefetch,
+                    prefetch=self._prefetch,
                 )
             while True:
                 connection.process_data_events(time_limit=_POLL_SECONDS)
@@ -277,6 +299,25 @@ class VhostConsumer(threading.Thread):
             with contextlib.suppress(*_CONNECTION_ERRORS):
                 connection.close()
 
+    def _warn_without_delivery_limit(self) -> None:
+        if self.settings.queue_type is not QueueType.QUORUM or self._warned_without_delivery_limit:
+            return
+        self._warned_without_delivery_limit = True
+        log_event(
+            log,
+            logging.WARNING,
+            "queue_without_delivery_limit",
+            vhost=self.vhost,
+            queue=self.settings.queue,
+            detail=(
+                "the queue was declared without x-delivery-limit (by an older shovel) and "
+                "RabbitMQ cannot add it: the shovel counts redeliveries itself, but a message "
+                "that breaks the connection before the shovel sees it may come back forever; "
+                "set a policy with delivery-limit on the queue, or delete the queue once it is "
+                "empty so that the shovel declares it again (docs/shovel.md, Upgrading)"
+            ),
+        )
+
     def _fail(self, reason: str) -> None:
         self.failure = reason
         self.state = ConsumerState.FAILED
@@ -305,12 +346,23 @@ class VhostConsumer(threading.Thread):
             headers=dict(properties.headers or {}),
         )
         tag = method.delivery_tag
+        if delivery.redelivered:
+            came_back = self._redeliveries.came_back(delivery)
+            if self._redeliveries.exceeded(came_back):
+                self._dead_letter(
+                    tag,
+                    delivery,
+                    ParkReason.DELIVERY_LIMIT,
+                    f"redelivered {came_back} times without being settled (--delivery-limit "
+                    f"{self._redeliveries.limit})",
+                )
+                return
         try:
             entry = build_sqs_entry(delivery)
-        except (TypeError, ValueError, OverflowError) as error:
-            self._park(
-                tag, delivery, ParkReason.UNENCODABLE, f"{error.__class__.__name__}: {error}"
-            )
+        except Exception as error:
+            # Whatever makes this one message unforwardable must not cost the connection, and
+            # with it every message behind this one.
+            self._park(tag, delivery, ParkReason.UNENCODABLE, _describe(error))
             return
         if entry.size > self.settings.max_message_bytes:
             self._park(
@@ -333,11 +385,37 @@ class VhostConsumer(threading.Thread):
 
     def _park(self, tag: int, delivery: Delivery, reason: str, detail: str) -> None:
         assert self._channel is not None and self._parking_channel is not None
-        # Confirmed by the broker before the original is acked: never both gone.
-        publish_to_parking(
-            self._parking_channel, self.settings.parking_queue, delivery, reason, detail
-        )
+        try:
+            # Confirmed by the broker before the original is acked: never both gone.
+            publish_to_parking(
+                self._parking_channel, self.settings.parking_queue, delivery, reason, detail
+            )
+        except _BROKER_ERRORS:
+            # The parking queue or the link failed, not this message: it stays unacked and
+            # comes back on the next connection.
+            raise
+        except Exception as error:
+            # This message cannot be re-published as the shovel read it; the broker moves its
+            # own copy instead.
+            self._dead_letter(
+                tag, delivery, reason, f"{detail}; re-publishing it failed ({_describe(error)})"
+            )
+            return
         self._channel.basic_ack(tag)
+        self._settled([delivery])
+        self._report_parked(delivery, reason, detail)
+
+    def _dead_letter(self, tag: int, delivery: Delivery, reason: str, detail: str) -> None:
+        """Rejects the delivery without requeue: the broker dead-letters it to the parking
+        queue (the queue's x-dead-letter arguments), with x-death headers instead of ours."""
+        assert self._channel is not None
+        self._channel.basic_reject(tag, requeue=False)
+        self._settled([delivery])
+        self._report_parked(delivery, reason, detail, dead_lettered=True)
+
+    def _report_parked(
+        self, delivery: Delivery, reason: str, detail: str, *, dead_lettered: bool = False
+    ) -> None:
         self.metrics.parked(self.vhost, reason)
         log_event(
             log,
@@ -349,7 +427,16 @@ class VhostConsumer(threading.Thread):
             ce_id=delivery.ce_id,
             routing_key=delivery.routing_key,
             parking_queue=self.settings.parking_queue,
+            dead_lettered=dead_lettered,
         )
+
+    def _settled(self, deliveries: Sequence[Delivery]) -> None:
+        """Deliveries acked or parked: they will not come back, and the prefetch may grow."""
+        for delivery in deliveries:
+            self._redeliveries.forget(delivery)
+        if self._prefetch < self.settings.prefetch and self._channel is not None:
+            self._prefetch = min(self.settings.prefetch, self._prefetch + len(deliveries))
+            self._channel.basic_qos(prefetch_count=self._prefetch)
 
     def _ack(self, deliveries: list[PendingDelivery]) -> None:
         try:
@@ -377,6 +464,7 @@ class VhostConsumer(threading.Thread):
                 if prefix_end is None or tag > prefix_end:
                     channel.basic_ack(tag)
                 self._outstanding.pop(tag, None)
+            self._settled([item.delivery for item in deliveries if item.delivery_tag in tags])
         finally:
             self.outbox.settle(deliveries)
 

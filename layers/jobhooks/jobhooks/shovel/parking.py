@@ -28,8 +28,11 @@ _PERSISTENT = 2
 
 class ParkReason(StrEnum):
     TOO_LARGE = "too_large"  # the forwarded message exceeds SQS's size limit
-    UNENCODABLE = "unencodable"  # a header the forwarded-message contract cannot carry
+    UNENCODABLE = "unencodable"  # the forwarded-message contract cannot carry it
     SQS_REJECTED = "sqs_rejected"  # SQS refused the entry as invalid, repeatedly
+    # Redelivered more often than --delivery-limit allows (the shovel's own count; dead-lettered
+    # by the broker, so the parked copy has x-death headers instead of ours).
+    DELIVERY_LIMIT = "delivery_limit"
 
 
 def parked_properties(delivery: Delivery, reason: str, detail: str) -> pika.BasicProperties:

@@ -22,7 +22,7 @@ from types import FrameType
 from typing import Any
 
 from jobhooks.envelope import SQS_MAX_MESSAGE_BYTES
-from jobhooks.shovel.amqp_fields import install_lossless_float_fields
+from jobhooks.shovel.amqp_fields import install_amqp_field_codec
 from jobhooks.shovel.consumer import ConsumerState, VhostConsumer
 from jobhooks.shovel.exceptions import ShovelError
 from jobhooks.shovel.health import HealthServer
@@ -53,7 +53,7 @@ class Shovel:
         sqs_client: Any | None = None,
         metrics: ShovelMetrics | None = None,
     ) -> None:
-        install_lossless_float_fields()
+        install_amqp_field_codec()
         self.settings = settings
         self.metrics = metrics or ShovelMetrics()
         # SendMessageBatch: at most 10 entries and 1 MiB for the whole request.

@@ -34,6 +34,9 @@ DEFAULT_BINDINGS = ("job.completed", "job.failed")
 # v1.4.x producers publish job.<status>.<source>; `*` matches exactly one word in a topic key.
 LEGACY_BINDING = "job.*.*"
 DEFAULT_HEALTH_PORT = 8081
+# RabbitMQ 4's own default for quorum queues: far above what a healthy message needs (one
+# delivery, a few more after connection losses), low enough to end a poison loop in seconds.
+DEFAULT_DELIVERY_LIMIT = 20
 # SendMessageBatch takes at most 10 entries.
 SQS_MAX_BATCH_ENTRIES = 10
 
@@ -57,6 +60,7 @@ class ShovelSettings(BaseModel):
     queue: Annotated[str, Field(min_length=1, max_length=255)] = DEFAULT_QUEUE
     queue_type: QueueType = QueueType.QUORUM
     parking_queue: Annotated[str, Field(max_length=255)] = ""
+    delivery_limit: Annotated[int, Field(ge=1, le=10_000)] = DEFAULT_DELIVERY_LIMIT
     bindings: tuple[str, ...] = DEFAULT_BINDINGS
     legacy_bindings: bool = False
     prefetch: Annotated[int, Field(ge=1, le=65535)] = 200
@@ -236,6 +240,12 @@ SOURCES: dict[str, SettingSource] = {
         "--parking-queue",
         ("JOBHOOKS_SHOVEL_PARKING_QUEUE",),
         help="queue for messages that cannot be forwarded (default <queue>.parked)",
+    ),
+    "delivery_limit": SettingSource(
+        "--delivery-limit",
+        ("JOBHOOKS_SHOVEL_DELIVERY_LIMIT",),
+        help=f"redeliveries after which a message goes to the parking queue instead "
+        f"(default {DEFAULT_DELIVERY_LIMIT})",
     ),
     "bindings": SettingSource(
         "--binding",
