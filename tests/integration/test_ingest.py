@@ -29,11 +29,16 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
 from jobhooks.ingest import ClaimStore, IngestSettings, ingest_service
+from jobhooks.ingest.fetcher_keys import DEFAULT_REFRESH_INTERVAL_SECONDS
 from jobhooks.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.keys import HmacKey
 from jobhooks.local.event_source import BatchStats, SqsEventSource
 from jobhooks.local.moto_server import MotoServer, local_aws_environment
 from jobhooks.local.template import LocalResources, load_template, provision
+from jobhooks.management.context import get_management_context
+from jobhooks.management.dlq import redrive_dlq
+from jobhooks.management.models import DeadLetterQueue, RedriveRequest
+from jobhooks.management.settings import ManagementSettings, RedriveMethod
 from jobhooks.outcome import webhook_payload
 from jobhooks.rejection import Reason
 from jobhooks.sample_events import SampleEvent, demo_key, make_job_event, re_emit
@@ -212,6 +217,37 @@ class Bridge:
         return self.subscriptions.create(
             tenant_id, f"https://{tenant_id}.example.com/hooks", event_types
         ).subscription
+
+    def put_placeholder_keys(self) -> None:
+        """The secret as template.yaml creates it, before docs/deploy.md step 3."""
+        placeholder = load_template()["Resources"]["FetcherKeysSecret"]["Properties"]
+        boto3.session.Session().client("secretsmanager").put_secret_value(
+            SecretId=self.stack.refs["FetcherKeysSecret"],
+            SecretString=placeholder["SecretString"],
+        )
+
+    def queue_depth(self, queue_url: str) -> int:
+        """Visible plus in-flight messages."""
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=queue_url,
+            AttributeNames=[
+                "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+            ],
+        )["Attributes"]  # fmt: skip
+        return int(attributes["ApproximateNumberOfMessages"]) + int(
+            attributes["ApproximateNumberOfMessagesNotVisible"]
+        )
+
+    def peek(self, queue_url: str) -> list[dict[str, Any]]:
+        """The queue's visible messages, handed straight back."""
+        messages = self.sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0
+        ).get("Messages", [])
+        for message in messages:
+            self.sqs.change_message_visibility(
+                QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+            )
+        return list(messages)
 
     def put_fetcher_keys(self, *keys: HmacKey) -> None:
         boto3.session.Session().client("secretsmanager").put_secret_value(
@@ -750,6 +786,55 @@ def test_unreadable_fetcher_keys_fail_the_invocation_instead_of_quarantining(
     # The whole batch fails (Lambda's Errors metric), nothing is quarantined as a bad signature.
     assert (stats.failed, stats.failed_batches) == (2, 1)
     assert stats.error is not None and "fetcher_keys_unavailable" in stats.error
+    assert bridge.quarantined() == []
+
+
+@pytest.mark.filterwarnings("ignore:No application metrics")
+def test_a_placeholder_keys_secret_parks_events_in_the_ingest_dlq_until_fixed_and_redriven(
+    bridge: Bridge,
+) -> None:
+    # docs/deploy.md step 3 and docs/operations.md "A DLQ alarm": before the real key is in
+    # the secret, events are neither quarantined nor lost. Every invocation fails (Lambda's
+    # Errors metric: IngestErrorsAlarm), the records return to the queue and, after
+    # maxReceiveCount, wait in the ingest DLQ (IngestDeadLetterQueueAlarm) for a redrive.
+    bridge.subscribe("acme")
+    bridge.retry_quickly()
+    bridge.put_placeholder_keys()
+    event = event_for()
+    body = event.forwarded().to_json()
+    [message_id] = bridge.send(body)
+    poller = bridge.poller()
+
+    first = poller.run_once()
+
+    assert first.failed_batches == 1 and first.deleted == 0
+    assert bridge.queue_depth(bridge.ingest_queue) == 1  # back after its visibility timeout
+    rest = poller.run_until_idle(30, include_in_flight=True)
+    assert rest.succeeded == 0 and rest.deleted == 0
+    max_receives = load_template()["Resources"]["IngestQueue"]["Properties"]["RedrivePolicy"][
+        "maxReceiveCount"
+    ]
+    assert first.received + rest.received == max_receives
+    assert bridge.quarantined() == []
+    assert bridge.take_deliveries() == []
+    [parked] = bridge.peek(bridge.stack.queue_url("IngestDeadLetterQueue"))
+    assert parked["MessageId"] == message_id
+    assert parked["Body"] == body
+
+    # The fix: the real key, then a redrive. The warm function re-reads an unusable secret at
+    # most every DEFAULT_REFRESH_INTERVAL_SECONDS (the deployed queue's visibility timeout,
+    # 180 s, is far longer), so the first receive after that verifies with the fixed secret.
+    bridge.put_fetcher_keys(demo_key())
+    time.sleep(DEFAULT_REFRESH_INTERVAL_SECONDS)
+    redriven = redrive_dlq(
+        get_management_context(ManagementSettings.from_env()),
+        RedriveRequest(queue=DeadLetterQueue.INGEST, method=RedriveMethod.RESEND),
+    )
+    assert redriven.moved == 1
+    after = poller.run_until_idle(20, include_in_flight=True)
+
+    assert (after.succeeded, after.failed) == (1, 0)
+    assert [task.event_id for task in bridge.take_deliveries()] == [event_id_of(event)]
     assert bridge.quarantined() == []
 
 

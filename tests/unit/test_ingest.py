@@ -229,6 +229,26 @@ def test_an_unusable_secret_is_a_configuration_error_that_shows_no_key_material(
     assert "ab" * 20 not in str(raised.value)
 
 
+def test_an_unusable_cached_secret_is_read_again_at_most_once_per_interval() -> None:
+    # The operator replaces the placeholder: the next invocation must not wait out the
+    # Powertools cache (300 s) before it can verify anything, nor hammer Secrets Manager.
+    clock = [0.0]
+    provider = FakeProvider("REPLACE_ME_WITH_jobhooks_keys_derive_OUTPUT")
+    keys = SecretKeys("arn", provider, refresh_interval=10, monotonic=lambda: clock[0])
+    with pytest.raises(FetcherKeysUnavailableError):
+        keys.keys()
+    assert provider.forced == 1
+    with pytest.raises(FetcherKeysUnavailableError):
+        keys.keys()  # within the interval: the cached value, no second read
+    assert provider.forced == 1
+
+    provider.stored = demo_key().hex
+    clock[0] = 11
+
+    assert keys.keys() == (demo_key(),)
+    assert provider.forced == 2
+
+
 def test_an_unreadable_secret_names_the_aws_error() -> None:
     from botocore.exceptions import ClientError
 
