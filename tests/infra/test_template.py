@@ -269,7 +269,13 @@ def index_arn(table: str, index: str) -> str:
 
 
 FETCHER_KEYS_SECRET = repr(
-    {"Fn::If": ["CreateFetcherKeysSecret", {"Ref": "FetcherKeysSecret"}, {"Ref": "FetcherKeysSecretArn"}]}
+    {
+        "Fn::If": [
+            "CreateFetcherKeysSecret",
+            {"Ref": "FetcherKeysSecret"},
+            {"Ref": "FetcherKeysSecretArn"},
+        ]
+    }
 )
 
 
@@ -319,7 +325,9 @@ def test_api_role_grants_on_tables_are_what_the_management_code_calls(
     grants = actions_by_resource(template, "ApiRole")
     tables = {
         # The subscription store writes whole items (PutItem on revision), never UpdateItem.
-        arn_of("SubscriptionsTable"): {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"},
+        arn_of("SubscriptionsTable"): {
+            "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem",
+        },
         arn_of("DeliveriesTable"): {"dynamodb:GetItem", "dynamodb:BatchGetItem"},
         arn_of("ClaimsTable"): {
             "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
