@@ -200,9 +200,7 @@ def test_a_default_api_host_is_signed_for_its_own_region_whatever_the_profile_sa
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
-    result = run_cli(
-        capsys, "webhooks", "list", "--tenant", "acme", "--endpoint", execute_api_host
-    )
+    result = run_cli(capsys, "webhooks", "list", "--tenant", "acme", "--endpoint", execute_api_host)
 
     assert result.code == 0, result.stderr
     [(method, path, headers)] = gateway.requests
