@@ -452,6 +452,20 @@ def test_functions_get_the_settings_of_the_architecture(template: dict[str, Any]
     assert deliver["JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS"] == "false"
 
 
+def test_claims_outlive_every_copy_the_freshness_rule_accepts(template: dict[str, Any]) -> None:
+    # docs/ingest.md, "The claim": claims are kept the freshness window (DedupRetentionDays)
+    # plus the ingest queue's retention, so the functions that claim events (ingest, and the
+    # API's quarantine replay) must be told the queue's real retention.
+    retention = properties(template, "IngestQueue")["MessageRetentionPeriod"]
+    for function in ("IngestFunction", "ApiFunction"):
+        variables = function_variables(template, function)
+        assert int(variables["JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS"]) == retention, function
+        assert variables["JOBHOOKS_DEDUP_RETENTION_DAYS"] == {"Ref": "DedupRetentionDays"}
+    # A message redriven from the DLQ is enqueued anew (new SentTimestamp, judged again), so
+    # the DLQ's retention adds nothing; it must only outlast the source queue's.
+    assert properties(template, "IngestDeadLetterQueue")["MessageRetentionPeriod"] > retention
+
+
 def test_core_layer_builds_for_arm64_python312(template: dict[str, Any]) -> None:
     layer = template["Resources"]["CoreLayer"]
     assert layer["Type"] == "AWS::Serverless::LayerVersion"

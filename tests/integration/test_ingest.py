@@ -29,6 +29,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
 from jobhooks.ingest import ClaimStore, IngestSettings, ingest_service
+from jobhooks.ingest.claims import Duplicate, TakeOver
 from jobhooks.ingest.fetcher_keys import DEFAULT_REFRESH_INTERVAL_SECONDS
 from jobhooks.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.keys import HmacKey
@@ -585,6 +586,44 @@ def test_an_expired_claim_still_present_is_claimed_again(bridge: Bridge) -> None
     claim = bridge.claim_item(event_id)
     assert claim is not None and claim["state"] == "done"
     assert int(claim["expires_at"]) > time.time() + 6 * 86400
+
+
+def test_a_copy_accepted_at_the_very_end_of_its_window_still_finds_the_claim(
+    bridge: Bridge,
+) -> None:
+    # docs/ingest.md, "The claim": the first copy is claimed on arrival; a copy of it (same t)
+    # received when the freshness rule last accepts it and processed just before SQS would
+    # delete it is a duplicate, not a second delivery. The claim lasts no longer than that.
+    settings = IngestSettings.from_env()
+    window = settings.dedup_retention_seconds
+    queue = settings.ingest_queue_retention_seconds
+    assert (
+        queue == load_template()["Resources"]["IngestQueue"]["Properties"]["MessageRetentionPeriod"]
+    )
+    t = int(time.time())
+    clock = [datetime.fromtimestamp(t, UTC)]
+    claims = ClaimStore(
+        bridge.claims_table,
+        bridge.dynamodb,
+        retention_seconds=settings.claim_retention_seconds,
+        clock=lambda: clock[0],
+    )
+    sample = event_for(timestamp=t)
+    policy = settings.verification_policy(keys=(demo_key(),))
+    body = sample.forwarded().to_json()
+    first = read_forwarded_message(body, policy, datetime.fromtimestamp(t, UTC))
+    claim = claims.claim_event(first, lease_ms=1000)
+    assert not isinstance(claim, Duplicate)
+    claims.complete(claim, matched=0, payload="{}")
+
+    # The last receipt the freshness rule accepts, and the last moment SQS still holds it.
+    late = read_forwarded_message(body, policy, datetime.fromtimestamp(t + window, UTC))
+    clock[0] = datetime.fromtimestamp(t + window + queue, UTC)
+    assert isinstance(claims.claim_event(late, lease_ms=1000), Duplicate)
+
+    clock[0] = datetime.fromtimestamp(t + window + queue + 1, UTC)
+    again = claims.claim_event(late, lease_ms=1000)
+    assert not isinstance(again, Duplicate) and again.took_over is TakeOver.EXPIRED
 
 
 def test_an_in_progress_claim_whose_lease_ended_is_taken_over(bridge: Bridge) -> None:

@@ -44,6 +44,23 @@ def test_settings_have_the_documented_defaults() -> None:
     assert settings.verification_policy(keys=()).max_age_seconds == 7 * 86400
 
 
+def test_claims_are_kept_the_freshness_window_plus_the_ingest_queue_retention() -> None:
+    default = IngestSettings.from_env(REQUIRED)
+    assert default.ingest_queue_retention_seconds == 4 * 86400  # template.yaml's IngestQueue
+    assert default.claim_retention_seconds == (7 + 4) * 86400
+
+    changed = IngestSettings.from_env(
+        {
+            **REQUIRED,
+            "JOBHOOKS_DEDUP_RETENTION_DAYS": "3",
+            "JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS": "86400",
+        }
+    )
+    assert changed.claim_retention_seconds == 4 * 86400
+    with pytest.raises(ConfigurationError, match="JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS"):
+        IngestSettings.from_env({**REQUIRED, "JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS": "0"})
+
+
 def test_settings_name_every_missing_variable() -> None:
     with pytest.raises(ConfigurationError) as raised:
         IngestSettings.from_env({})

@@ -92,6 +92,8 @@ class JobEvent(BaseModel):
     """`ce-time`: when this copy was emitted (changes on re-emission)."""
     received_at: datetime
     """The receipt clock (SQS `SentTimestamp`)."""
+    signed_at: int | None = None
+    """`t`: when the producer relayed this copy (Unix seconds, signed; changes on re-emission)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     result: JobResult | None = None
     execution_time_ms: int | None = None

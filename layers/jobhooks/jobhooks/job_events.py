@@ -85,6 +85,7 @@ def _read(message: ForwardedMessage, policy: VerificationPolicy, received_at: da
         schema_version=header_text(headers.get("ce-schemaversion")) or None,
         emitted_at=parse_rfc3339(header_text(headers.get("ce-time"))),
         received_at=received_at.astimezone(UTC),
+        signed_at=signature.timestamp,
         metadata=body.metadata,
         result=body.result if body.status == "completed" else None,
         execution_time_ms=body.execution_time_ms,
