@@ -256,29 +256,94 @@ def arn_of(logical_id: str) -> str:
     return repr({"Fn::GetAtt": [logical_id, "Arn"]})
 
 
-def test_ingest_role_has_what_ingest_needs(template: dict[str, Any]) -> None:
-    pairs = granted(template, "IngestRole")
-    for action in ("GetItem", "PutItem", "UpdateItem", "DeleteItem"):
-        assert (f"dynamodb:{action}", arn_of("ClaimsTable")) in pairs
-    assert ("dynamodb:PutItem", arn_of("QuarantineTable")) in pairs
-    assert ("sqs:SendMessage", arn_of("DeliveryQueue")) in pairs
-    assert (
-        "dynamodb:Query",
-        repr({"Fn::Sub": "${SubscriptionsTable.Arn}/index/by_tenant"}),
-    ) in pairs
-    actions = {action for action, _ in pairs}
-    assert "secretsmanager:GetSecretValue" in actions
-    assert not any(a.startswith("kms:") for a in actions)
+def actions_by_resource(template: dict[str, Any], role: str) -> dict[str, set[str]]:
+    """The actions the role's statements allow, per resource (as text)."""
+    by_resource: dict[str, set[str]] = {}
+    for action, resource in granted(template, role):
+        by_resource.setdefault(resource, set()).add(action)
+    return by_resource
 
 
-def test_deliver_role_has_what_deliver_needs(template: dict[str, Any]) -> None:
-    pairs = granted(template, "DeliverRole")
-    assert ("kms:Decrypt", arn_of("SubscriptionSecretsKey")) in pairs
-    assert ("sqs:SendMessage", arn_of("DeliveryDeadLetterQueue")) in pairs
-    assert ("sqs:ChangeMessageVisibility", arn_of("DeliveryQueue")) in pairs
-    assert ("dynamodb:UpdateItem", arn_of("SubscriptionsTable")) in pairs
-    assert ("dynamodb:PutItem", arn_of("DeliveriesTable")) in pairs
-    assert ("kms:GenerateDataKey", arn_of("SubscriptionSecretsKey")) not in pairs
+def index_arn(table: str, index: str) -> str:
+    return repr({"Fn::Sub": f"${{{table}.Arn}}/index/{index}"})
+
+
+FETCHER_KEYS_SECRET = repr(
+    {
+        "Fn::If": [
+            "CreateFetcherKeysSecret",
+            {"Ref": "FetcherKeysSecret"},
+            {"Ref": "FetcherKeysSecretArn"},
+        ]
+    }
+)
+
+
+# Exactly what each function's code calls (least privilege: an action nothing calls is not
+# granted). Ingest: ClaimStore.claim_event (PutItem), complete (UpdateItem), release
+# (DeleteItem); it never reads a claim (GetItem is the management API's). QuarantineStore
+# .quarantine_message (PutItem). SubscriptionStore.matching (Query on by_tenant). Deliver:
+# AttemptLog.find (GetItem), record_attempt and append_attempt (UpdateItem); it never puts a
+# delivery. SubscriptionStore.get (GetItem) and disable, which writes the whole item
+# conditioned on its revision (PutItem), never a partial UpdateItem.
+INGEST_GRANTS = {
+    arn_of("IngestLogGroup"): {"logs:CreateLogStream", "logs:PutLogEvents"},
+    arn_of("IngestQueue"): {
+        "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
+        "sqs:ChangeMessageVisibility",
+    },
+    FETCHER_KEYS_SECRET: {"secretsmanager:GetSecretValue"},
+    arn_of("ClaimsTable"): {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
+    arn_of("QuarantineTable"): {"dynamodb:PutItem"},
+    index_arn("SubscriptionsTable", "by_tenant"): {"dynamodb:Query"},
+    arn_of("DeliveryQueue"): {"sqs:SendMessage"},
+}  # fmt: skip
+DELIVER_GRANTS = {
+    arn_of("DeliverLogGroup"): {"logs:CreateLogStream", "logs:PutLogEvents"},
+    arn_of("DeliveryQueue"): {
+        "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
+        "sqs:ChangeMessageVisibility",
+    },
+    arn_of("DeliveryDeadLetterQueue"): {"sqs:SendMessage"},
+    arn_of("DeliveriesTable"): {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+    arn_of("SubscriptionsTable"): {"dynamodb:GetItem", "dynamodb:PutItem"},
+    arn_of("SubscriptionSecretsKey"): {"kms:Decrypt"},
+}  # fmt: skip
+
+
+def test_ingest_role_grants_exactly_what_ingest_calls(template: dict[str, Any]) -> None:
+    assert actions_by_resource(template, "IngestRole") == INGEST_GRANTS
+
+
+def test_deliver_role_grants_exactly_what_deliver_calls(template: dict[str, Any]) -> None:
+    assert actions_by_resource(template, "DeliverRole") == DELIVER_GRANTS
+
+
+def test_api_role_grants_on_tables_are_what_the_management_code_calls(
+    template: dict[str, Any],
+) -> None:
+    grants = actions_by_resource(template, "ApiRole")
+    tables = {
+        # The subscription store writes whole items (PutItem on revision), never UpdateItem.
+        arn_of("SubscriptionsTable"): {
+            "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem",
+        },
+        arn_of("DeliveriesTable"): {"dynamodb:GetItem", "dynamodb:BatchGetItem"},
+        arn_of("ClaimsTable"): {
+            "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+        },
+        # Scan: the quarantine listing across reasons.
+        arn_of("QuarantineTable"): {
+            "dynamodb:GetItem", "dynamodb:Scan", "dynamodb:PutItem", "dynamodb:UpdateItem",
+        },
+        # Every listing queries an index, never a table; items are read and written by key.
+        index_arn("SubscriptionsTable", "by_tenant"): {"dynamodb:Query"},
+        index_arn("DeliveriesTable", "by_subscription"): {"dynamodb:Query"},
+        index_arn("ClaimsTable", "unmatched"): {"dynamodb:Query"},
+        index_arn("QuarantineTable", "by_reason"): {"dynamodb:Query"},
+    }  # fmt: skip
+    for resource, actions in tables.items():
+        assert grants[resource] == actions, resource
 
 
 def test_api_role_can_redrive_both_dead_letter_queues(template: dict[str, Any]) -> None:
@@ -389,6 +454,20 @@ def test_functions_get_the_settings_of_the_architecture(template: dict[str, Any]
     assert deliver["JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS"] == "false"
 
 
+def test_claims_outlive_every_copy_the_freshness_rule_accepts(template: dict[str, Any]) -> None:
+    # docs/ingest.md, "The claim": claims are kept the freshness window (DedupRetentionDays)
+    # plus the ingest queue's retention, so the functions that claim events (ingest, and the
+    # API's quarantine replay) must be told the queue's real retention.
+    retention = properties(template, "IngestQueue")["MessageRetentionPeriod"]
+    for function in ("IngestFunction", "ApiFunction"):
+        variables = function_variables(template, function)
+        assert int(variables["JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS"]) == retention, function
+        assert variables["JOBHOOKS_DEDUP_RETENTION_DAYS"] == {"Ref": "DedupRetentionDays"}
+    # A message redriven from the DLQ is enqueued anew (new SentTimestamp, judged again), so
+    # the DLQ's retention adds nothing; it must only outlast the source queue's.
+    assert properties(template, "IngestDeadLetterQueue")["MessageRetentionPeriod"] > retention
+
+
 def test_core_layer_builds_for_arm64_python312(template: dict[str, Any]) -> None:
     layer = template["Resources"]["CoreLayer"]
     assert layer["Type"] == "AWS::Serverless::LayerVersion"
@@ -462,13 +541,23 @@ def test_table_has_the_key_and_indexes_of_the_architecture(
 
 def test_subscriptions_survive_the_stack(template: dict[str, Any]) -> None:
     resource = template["Resources"]["SubscriptionsTable"]
-    assert resource["DeletionPolicy"] == "Retain"
-    assert resource["UpdateReplacePolicy"] == "Retain"
     props = resource["Properties"]
     assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert props["DeletionProtectionEnabled"] is True
-    # Their secrets are useless without the key: it is retained as well.
-    assert template["Resources"]["SubscriptionSecretsKey"]["DeletionPolicy"] == "Retain"
+    # Their secrets are useless without the key: it is kept exactly as long as the table.
+    for kept in ("SubscriptionsTable", "SubscriptionSecretsKey"):
+        policies = {
+            name: template["Resources"][kept].get(name)
+            for name in ("DeletionPolicy", "UpdateReplacePolicy")
+        }
+        # Kept when the stack is deleted or the resource replaced, but not when the stack's
+        # first creation rolls back: nothing can be in them yet, and a retained table and key
+        # would be orphans that block the next attempt (the table's name is free, the key
+        # bills monthly).
+        assert policies == {
+            "DeletionPolicy": "RetainExceptOnCreate",
+            "UpdateReplacePolicy": "Retain",
+        }, kept
 
 
 # ---------------------------------------------------------------------------- alarms, outputs
@@ -500,7 +589,10 @@ def test_alarms_cover_dead_letters_quarantine_queue_age_and_function_health(
     age_alarms = alarms_on(template, "AWS/SQS", "ApproximateAgeOfOldestMessage")
     assert dimension_targets(age_alarms) == {"IngestQueue", "DeliveryQueue"}
     functions = set(resources(template, FUNCTION))
-    assert dimension_targets(alarms_on(template, "AWS/Lambda", "Errors")) == functions
+    # The API function answers every failure itself (a handled 500), so Lambda's Errors never
+    # counts it: the API's own 5xx alarm below watches it instead.
+    sqs_consumers = {function for function, _, _ in sqs_event_sources(template)}
+    assert dimension_targets(alarms_on(template, "AWS/Lambda", "Errors")) == sqs_consumers
     assert dimension_targets(alarms_on(template, "AWS/Lambda", "Throttles")) == functions
 
     (rejected,) = alarms_on(template, "jobhooks", "Rejected")
@@ -515,6 +607,20 @@ def test_alarms_cover_dead_letters_quarantine_queue_age_and_function_health(
 
     for alarm in resources(template, "AWS::CloudWatch::Alarm").values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+
+
+def test_management_api_5xx_answers_raise_an_alarm(template: dict[str, Any]) -> None:
+    # HTTP APIs publish `5xx` under AWS/ApiGateway with the dimension ApiId. It counts the
+    # function's handled 500s (API Gateway passes the status through) and the 500/503/504
+    # API Gateway answers itself when the function crashes, times out or cannot be invoked.
+    (alarm,) = alarms_on(template, "AWS/ApiGateway", "5xx")
+    assert alarm["Dimensions"] == [{"Name": "ApiId", "Value": {"Ref": "HttpApi"}}]
+    assert (alarm["Statistic"], alarm["Period"], alarm["EvaluationPeriods"]) == ("Sum", 300, 1)
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    assert alarm["TreatMissingData"] == "notBreaching"
+    assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+    assert alarm["OKActions"] == [{"Ref": "AlarmTopic"}]
+    assert "docs/operations.md" in alarm["AlarmDescription"]
 
 
 def test_alarm_email_is_subscribed_only_when_given(template: dict[str, Any]) -> None:

@@ -332,3 +332,27 @@ def test_rotation_grace_defaults_to_a_day_and_is_bounded(
         assert too_long.status == 422
         assert too_long.error["field"] == "grace_seconds"
         assert api.post(path, {"grace_seconds": 7 * 86400}).status == 200
+
+
+def test_an_aws_failure_is_a_5xx_answer_and_counts_api_errors(
+    stack: LocalResources,
+    api: InProcessApi,
+    resolver: FakeResolver,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # template.yaml's Api5xxAlarm watches API Gateway's 5xx count: it sees this answer because
+    # the function returns it as its status code (Lambda's Errors metric never would).
+    with use_context(api.module, resolver=resolver, subscriptions_table="no-such-table"):
+        answer = api.get("/v1/subscriptions", tenant_id="acme")
+
+    assert answer.status >= 500, answer.text
+    assert answer.error["code"]
+    blobs = [
+        json.loads(line)
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith('{"_aws"')
+    ]
+    [blob] = [blob for blob in blobs if "ApiErrors" in blob]
+    [directive] = blob["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == "jobhooks"
+    assert [metric["Name"] for metric in directive["Metrics"]] == ["ApiErrors"]

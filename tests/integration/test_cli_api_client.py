@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -166,3 +167,69 @@ def test_sigv4_without_credentials_or_region_is_a_usage_error(
     assert no_credentials.code == 2
     assert "no AWS credentials" in no_credentials.stderr
     assert gateway.requests == []
+
+
+EXECUTE_API_HOST = "abc123def4.execute-api.eu-west-1.amazonaws.com"
+
+
+@pytest.fixture
+def execute_api_host(gateway: FakeGateway, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The default host name of an API in eu-west-1, resolved to the recording gateway."""
+    real_getaddrinfo = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        return real_getaddrinfo("127.0.0.1" if host == EXECUTE_API_HOST else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return f"http://{EXECUTE_API_HOST}:{gateway.url.rsplit(':', 1)[1]}"
+
+
+def credential_scope(headers: dict[str, str]) -> str:
+    """`<date>/<region>/<service>/aws4_request` of the Authorization header."""
+    return headers["Authorization"].split("Credential=")[1].split(",")[0].split("/", 1)[1]
+
+
+def test_a_default_api_host_is_signed_for_its_own_region_whatever_the_profile_says(
+    gateway: FakeGateway,
+    execute_api_host: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The operator's profile works in us-east-1; the stack lives in eu-west-1. Signed for
+    # us-east-1, API Gateway would refuse every request with 403.
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+    result = run_cli(capsys, "webhooks", "list", "--tenant", "acme", "--endpoint", execute_api_host)
+
+    assert result.code == 0, result.stderr
+    [(method, path, headers)] = gateway.requests
+    assert credential_scope(headers).endswith("/eu-west-1/execute-api/aws4_request")
+    assert headers["Host"] == execute_api_host.removeprefix("http://")
+    signature = headers["Authorization"].split("Signature=")[1]
+    assert signature == expected_signature(method, execute_api_host + path, headers)
+
+
+def test_region_contradicting_a_default_api_host_is_a_usage_error(
+    gateway: FakeGateway, execute_api_host: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run_cli(
+        capsys, "webhooks", "list", "--tenant", "acme",
+        "--endpoint", execute_api_host, "--region", "us-east-1",
+    )  # fmt: skip
+
+    assert result.code == 2
+    assert "eu-west-1" in result.stderr and "us-east-1" in result.stderr
+    assert gateway.requests == []
+
+
+def test_a_custom_domain_is_signed_for_the_configured_region(
+    gateway: FakeGateway, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 127.0.0.1 stands for a custom domain name: the host says nothing about the region.
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+
+    assert run_cli(capsys, "webhooks", "list", "--tenant", "a", "--endpoint", gateway.url).code == 0
+
+    [(_, _, headers)] = gateway.requests
+    assert credential_scope(headers).endswith("/eu-west-1/execute-api/aws4_request")

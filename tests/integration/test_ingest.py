@@ -29,11 +29,17 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
 from jobhooks.ingest import ClaimStore, IngestSettings, ingest_service
+from jobhooks.ingest.claims import Duplicate, TakeOver
+from jobhooks.ingest.fetcher_keys import DEFAULT_REFRESH_INTERVAL_SECONDS
 from jobhooks.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.keys import HmacKey
 from jobhooks.local.event_source import BatchStats, SqsEventSource
 from jobhooks.local.moto_server import MotoServer, local_aws_environment
 from jobhooks.local.template import LocalResources, load_template, provision
+from jobhooks.management.context import get_management_context
+from jobhooks.management.dlq import redrive_dlq
+from jobhooks.management.models import DeadLetterQueue, RedriveRequest
+from jobhooks.management.settings import ManagementSettings, RedriveMethod
 from jobhooks.outcome import webhook_payload
 from jobhooks.rejection import Reason
 from jobhooks.sample_events import SOURCE, SampleEvent, demo_key, make_job_event, re_emit
@@ -218,6 +224,37 @@ class Bridge:
         for name, value in variables.items():
             self.monkeypatch.setenv(name, value)
         ingest_service.cache_clear()
+
+    def put_placeholder_keys(self) -> None:
+        """The secret as template.yaml creates it, before docs/deploy.md step 3."""
+        placeholder = load_template()["Resources"]["FetcherKeysSecret"]["Properties"]
+        boto3.session.Session().client("secretsmanager").put_secret_value(
+            SecretId=self.stack.refs["FetcherKeysSecret"],
+            SecretString=placeholder["SecretString"],
+        )
+
+    def queue_depth(self, queue_url: str) -> int:
+        """Visible plus in-flight messages."""
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=queue_url,
+            AttributeNames=[
+                "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+            ],
+        )["Attributes"]  # fmt: skip
+        return int(attributes["ApproximateNumberOfMessages"]) + int(
+            attributes["ApproximateNumberOfMessagesNotVisible"]
+        )
+
+    def peek(self, queue_url: str) -> list[dict[str, Any]]:
+        """The queue's visible messages, handed straight back."""
+        messages = self.sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0
+        ).get("Messages", [])
+        for message in messages:
+            self.sqs.change_message_visibility(
+                QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+            )
+        return list(messages)
 
     def put_fetcher_keys(self, *keys: HmacKey) -> None:
         boto3.session.Session().client("secretsmanager").put_secret_value(
@@ -557,6 +594,44 @@ def test_an_expired_claim_still_present_is_claimed_again(bridge: Bridge) -> None
     assert int(claim["expires_at"]) > time.time() + 6 * 86400
 
 
+def test_a_copy_accepted_at_the_very_end_of_its_window_still_finds_the_claim(
+    bridge: Bridge,
+) -> None:
+    # docs/ingest.md, "The claim": the first copy is claimed on arrival; a copy of it (same t)
+    # received when the freshness rule last accepts it and processed just before SQS would
+    # delete it is a duplicate, not a second delivery. The claim lasts no longer than that.
+    settings = IngestSettings.from_env()
+    window = settings.dedup_retention_seconds
+    queue = settings.ingest_queue_retention_seconds
+    assert (
+        queue == load_template()["Resources"]["IngestQueue"]["Properties"]["MessageRetentionPeriod"]
+    )
+    t = int(time.time())
+    clock = [datetime.fromtimestamp(t, UTC)]
+    claims = ClaimStore(
+        bridge.claims_table,
+        bridge.dynamodb,
+        retention_seconds=settings.claim_retention_seconds,
+        clock=lambda: clock[0],
+    )
+    sample = event_for(timestamp=t)
+    policy = settings.verification_policy(keys=(demo_key(),))
+    body = sample.forwarded().to_json()
+    first = read_forwarded_message(body, policy, datetime.fromtimestamp(t, UTC))
+    claim = claims.claim_event(first, lease_ms=1000)
+    assert not isinstance(claim, Duplicate)
+    claims.complete(claim, matched=0, payload="{}")
+
+    # The last receipt the freshness rule accepts, and the last moment SQS still holds it.
+    late = read_forwarded_message(body, policy, datetime.fromtimestamp(t + window, UTC))
+    clock[0] = datetime.fromtimestamp(t + window + queue, UTC)
+    assert isinstance(claims.claim_event(late, lease_ms=1000), Duplicate)
+
+    clock[0] = datetime.fromtimestamp(t + window + queue + 1, UTC)
+    again = claims.claim_event(late, lease_ms=1000)
+    assert not isinstance(again, Duplicate) and again.took_over is TakeOver.EXPIRED
+
+
 def test_an_in_progress_claim_whose_lease_ended_is_taken_over(bridge: Bridge) -> None:
     bridge.subscribe("acme")
     event = event_for()
@@ -756,6 +831,55 @@ def test_unreadable_fetcher_keys_fail_the_invocation_instead_of_quarantining(
     # The whole batch fails (Lambda's Errors metric), nothing is quarantined as a bad signature.
     assert (stats.failed, stats.failed_batches) == (2, 1)
     assert stats.error is not None and "fetcher_keys_unavailable" in stats.error
+    assert bridge.quarantined() == []
+
+
+@pytest.mark.filterwarnings("ignore:No application metrics")
+def test_a_placeholder_keys_secret_parks_events_in_the_ingest_dlq_until_fixed_and_redriven(
+    bridge: Bridge,
+) -> None:
+    # docs/deploy.md step 3 and docs/operations.md "A DLQ alarm": before the real key is in
+    # the secret, events are neither quarantined nor lost. Every invocation fails (Lambda's
+    # Errors metric: IngestErrorsAlarm), the records return to the queue and, after
+    # maxReceiveCount, wait in the ingest DLQ (IngestDeadLetterQueueAlarm) for a redrive.
+    bridge.subscribe("acme")
+    bridge.retry_quickly()
+    bridge.put_placeholder_keys()
+    event = event_for()
+    body = event.forwarded().to_json()
+    [message_id] = bridge.send(body)
+    poller = bridge.poller()
+
+    first = poller.run_once()
+
+    assert first.failed_batches == 1 and first.deleted == 0
+    assert bridge.queue_depth(bridge.ingest_queue) == 1  # back after its visibility timeout
+    rest = poller.run_until_idle(30, include_in_flight=True)
+    assert rest.succeeded == 0 and rest.deleted == 0
+    max_receives = load_template()["Resources"]["IngestQueue"]["Properties"]["RedrivePolicy"][
+        "maxReceiveCount"
+    ]
+    assert first.received + rest.received == max_receives
+    assert bridge.quarantined() == []
+    assert bridge.take_deliveries() == []
+    [parked] = bridge.peek(bridge.stack.queue_url("IngestDeadLetterQueue"))
+    assert parked["MessageId"] == message_id
+    assert parked["Body"] == body
+
+    # The fix: the real key, then a redrive. The warm function re-reads an unusable secret at
+    # most every DEFAULT_REFRESH_INTERVAL_SECONDS (the deployed queue's visibility timeout,
+    # 180 s, is far longer), so the first receive after that verifies with the fixed secret.
+    bridge.put_fetcher_keys(demo_key())
+    time.sleep(DEFAULT_REFRESH_INTERVAL_SECONDS)
+    redriven = redrive_dlq(
+        get_management_context(ManagementSettings.from_env()),
+        RedriveRequest(queue=DeadLetterQueue.INGEST, method=RedriveMethod.RESEND),
+    )
+    assert redriven.moved == 1
+    after = poller.run_until_idle(20, include_in_flight=True)
+
+    assert (after.succeeded, after.failed) == (1, 0)
+    assert [task.event_id for task in bridge.take_deliveries()] == [event_id_of(event)]
     assert bridge.quarantined() == []
 
 

@@ -62,6 +62,23 @@ def test_settings_report_a_bad_allowlist_on_its_own_variable(value: str) -> None
     assert str(raised.value).startswith("JOBHOOKS_ALLOWED_SOURCES:")
 
 
+def test_claims_are_kept_the_freshness_window_plus_the_ingest_queue_retention() -> None:
+    default = IngestSettings.from_env(REQUIRED)
+    assert default.ingest_queue_retention_seconds == 4 * 86400  # template.yaml's IngestQueue
+    assert default.claim_retention_seconds == (7 + 4) * 86400
+
+    changed = IngestSettings.from_env(
+        {
+            **REQUIRED,
+            "JOBHOOKS_DEDUP_RETENTION_DAYS": "3",
+            "JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS": "86400",
+        }
+    )
+    assert changed.claim_retention_seconds == 4 * 86400
+    with pytest.raises(ConfigurationError, match="JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS"):
+        IngestSettings.from_env({**REQUIRED, "JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS": "0"})
+
+
 def test_settings_name_every_missing_variable() -> None:
     with pytest.raises(ConfigurationError) as raised:
         IngestSettings.from_env({})
@@ -245,6 +262,26 @@ def test_an_unusable_secret_is_a_configuration_error_that_shows_no_key_material(
 
     assert raised.value.code == "fetcher_keys_unavailable"
     assert "ab" * 20 not in str(raised.value)
+
+
+def test_an_unusable_cached_secret_is_read_again_at_most_once_per_interval() -> None:
+    # The operator replaces the placeholder: the next invocation must not wait out the
+    # Powertools cache (300 s) before it can verify anything, nor hammer Secrets Manager.
+    clock = [0.0]
+    provider = FakeProvider("REPLACE_ME_WITH_jobhooks_keys_derive_OUTPUT")
+    keys = SecretKeys("arn", provider, refresh_interval=10, monotonic=lambda: clock[0])
+    with pytest.raises(FetcherKeysUnavailableError):
+        keys.keys()
+    assert provider.forced == 1
+    with pytest.raises(FetcherKeysUnavailableError):
+        keys.keys()  # within the interval: the cached value, no second read
+    assert provider.forced == 1
+
+    provider.stored = demo_key().hex
+    clock[0] = 11
+
+    assert keys.keys() == (demo_key(),)
+    assert provider.forced == 2
 
 
 def test_an_unreadable_secret_names_the_aws_error() -> None:

@@ -93,7 +93,7 @@ class JobEvent(BaseModel):
     """`ce-time`: when this copy was emitted (changes on re-emission); None when absent,
     unreadable or outside the freshness bounds of `signed_at` (cross_checks.py)."""
     signed_at: datetime
-    """`t`, signed: when the producer's outbox relayed this copy."""
+    """`t`, signed: when the producer's outbox relayed this copy (changes on re-emission)."""
     received_at: datetime
     """The receipt clock (SQS `SentTimestamp`)."""
     metadata: dict[str, Any] = Field(default_factory=dict)

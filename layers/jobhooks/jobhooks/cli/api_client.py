@@ -10,6 +10,11 @@ a guess about the URL:
     --profile NAME, --region NAME              the AWS credentials and region SigV4 uses (else
                                                the usual AWS_PROFILE / AWS_REGION / config chain)
 
+SigV4 signs with the region of a default `<api-id>.execute-api.<region>.amazonaws.com` host
+name: an API answers only signatures for its own region, and the caller's profile may well
+work in another one. `--region` (or the environment and profile) decides for a custom domain;
+a `--region` that contradicts a default host name is refused before any request.
+
 SigV4 signs with botocore's `SigV4Auth` for the service `execute-api`. Requests go out with
 urllib3, without retries (a replay or a redrive must not run twice because an answer was slow)
 and without following redirects. An error answer becomes a `CliError` reading `code: message`.
@@ -210,11 +215,18 @@ class _SigV4Signer:
                 "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; for the local API use --auth none",
                 EXIT_USAGE,
             )
+        host_region = _region_of(connection.endpoint)
+        if host_region and connection.region and connection.region != host_region:
+            raise CliError(
+                f"--region {connection.region} contradicts the API's host name, which is in "
+                f"{host_region}: API Gateway would refuse the signature; drop --region",
+                EXIT_USAGE,
+            )
         region = (
-            connection.region
+            host_region  # the API's own region, whatever region the profile works in
+            or connection.region
             or os.environ.get("AWS_REGION")
             or configured_region  # AWS_DEFAULT_REGION, then the profile's region
-            or _region_of(connection.endpoint)
         )
         if not region:
             raise CliError("no AWS region for SigV4: pass --region or set AWS_REGION", EXIT_USAGE)

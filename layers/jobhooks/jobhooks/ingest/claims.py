@@ -33,6 +33,7 @@ from botocore.exceptions import ClientError
 
 from jobhooks.clock import utc_now
 from jobhooks.event import JobEvent
+from jobhooks.ingest.claim_retention import claim_expires_at
 from jobhooks.ingest.exceptions import (
     AwsServiceError,
     ClaimInProgressError,
@@ -76,6 +77,8 @@ class Claim:
     token: str
     lease_until_ms: int
     took_over: TakeOver | None = None
+    signed_at: int | None = None
+    """The claiming copy's `t`: the claim outlives every copy signed no later (claim_retention)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +136,12 @@ class EventPage:
 
 
 class ClaimStore:
-    """Claims, completes, releases and reads event claims. `dynamodb` is a boto3 client."""
+    """Claims, completes, releases and reads event claims. `dynamodb` is a boto3 client.
+
+    `retention_seconds` is how long a claim is kept after its copy's signed `t` or after the
+    claim, whichever is later: the freshness window plus the ingest queue's retention
+    (`claim_retention`), so that no copy the freshness rule accepts outlives it.
+    """
 
     def __init__(
         self,
@@ -164,6 +172,7 @@ class ClaimStore:
             job_id=event.job_id,
             token=secrets.token_hex(16),
             lease_until_ms=now_ms + max(lease_ms, 1),
+            signed_at=int(event.signed_at.timestamp()),
         )
         item = {
             "event_id": {"S": claim.event_id},
@@ -175,7 +184,7 @@ class ClaimStore:
             "job_id": {"S": claim.job_id},
             "claimed_at": {"S": format_timestamp(now)},
             # An abandoned claim still disappears one retention period later.
-            "expires_at": {"N": str(_seconds(now) + self._retention_seconds)},
+            "expires_at": {"N": str(self._expires_at(now, claim.signed_at))},
         }
         try:
             response = self._dynamodb.put_item(
@@ -225,7 +234,7 @@ class ClaimStore:
         now = self._clock()
         fanned_out_to = tuple(sorted(set(subscription_ids)))
         done_at = format_timestamp(now)
-        expires_at = _seconds(now) + self._retention_seconds
+        expires_at = self._expires_at(now, claim.signed_at)
         values: dict[str, Any] = {
             ":done": {"S": ClaimState.DONE.value},
             ":matched": {"N": str(matched)},
@@ -297,6 +306,13 @@ class ClaimStore:
                 return False
             raise AwsServiceError.from_client_error("DeleteItem (release claim)", error) from error
         return True
+
+    def _expires_at(self, now: datetime, signed_at: int | None) -> int:
+        return claim_expires_at(
+            now_seconds=_seconds(now),
+            signed_at=signed_at,
+            retention_seconds=self._retention_seconds,
+        )
 
     # -- reading and re-fan-out (management) -----------------------------------------------
 

@@ -7,7 +7,9 @@ switch the producer, drop the old key later (docs/ingest.md).
 Powertools caches the secret (`POWERTOOLS_PARAMETERS_MAX_AGE`, 300 s by default). A message
 signed with a key added to the secret after the cached read would then be rejected for up to
 that long, so a signature mismatch may force one re-read, at most once per `refresh_interval`
-per process: a flood of bad signatures cannot turn into a flood of GetSecretValue calls.
+per process: a flood of bad signatures cannot turn into a flood of GetSecretValue calls. A
+cached value that is no key list (the stack's placeholder) or a failed read is retried the
+same way, so a fixed secret counts within `refresh_interval`.
 """
 
 from __future__ import annotations
@@ -68,16 +70,29 @@ class SecretKeys:
         self._last_forced: float | None = None
 
     def keys(self) -> tuple[HmacKey, ...]:
-        return _parse(self._read(force=False))
+        try:
+            return _parse(self._read(force=False))
+        except FetcherKeysUnavailableError:
+            # Unusable as cached (the placeholder, a denied read): once the operator fixes the
+            # secret, the next invocation must verify at once, not after the cache expires.
+            if not self._may_force_read():
+                raise
+        return _parse(self._read(force=True))
 
     def refresh(self) -> bool:
+        if not self._may_force_read():
+            return False
+        before = self._read(force=False)
+        return self._read(force=True) != before
+
+    def _may_force_read(self) -> bool:
+        """True at most once per `refresh_interval`: forced reads bypass the cache."""
         with self._lock:
             now = self._monotonic()
             if self._last_forced is not None and now - self._last_forced < self._refresh_interval:
                 return False
             self._last_forced = now
-        before = self._read(force=False)
-        return self._read(force=True) != before
+            return True
 
     def _read(self, *, force: bool) -> str:
         from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError

@@ -375,7 +375,7 @@ def build_ingest_service(
         claims=ClaimStore(
             settings.claims_table,
             dynamodb,
-            retention_seconds=settings.dedup_retention_seconds,
+            retention_seconds=settings.claim_retention_seconds,
             clock=clock,
         ),
         quarantine=QuarantineStore(

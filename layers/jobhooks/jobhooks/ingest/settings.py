@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from jobhooks.ingest.claim_retention import claim_retention_seconds
 from jobhooks.settings import VerificationSettings
 
 SECONDS_PER_DAY = 86_400
@@ -30,6 +31,9 @@ class IngestSettings(VerificationSettings):
     # visibility timeout (180 s), a dead owner's claim is free before SQS shows the record again;
     # it also bounds a replay from the management API, which has no invocation deadline of ours.
     claim_lease_max_seconds: float = Field(120, gt=0, le=900)
+    # template.yaml's IngestQueue MessageRetentionPeriod (4 days, SQS's range is 60 s-14 days):
+    # a copy can wait this long after its receipt, so claims outlive it (ingest/claim_retention).
+    ingest_queue_retention_seconds: int = Field(4 * SECONDS_PER_DAY, ge=60, le=14 * SECONDS_PER_DAY)
     subscription_cache_seconds: float = Field(30, ge=0, le=3600)
     quarantine_retention_days: float = Field(30, gt=0, le=365)
 
@@ -47,6 +51,13 @@ class IngestSettings(VerificationSettings):
     @property
     def dedup_retention_seconds(self) -> int:
         return int(self.dedup_retention_days * SECONDS_PER_DAY)
+
+    @property
+    def claim_retention_seconds(self) -> int:
+        return claim_retention_seconds(
+            freshness_window_seconds=self.dedup_retention_seconds,
+            queue_retention_seconds=self.ingest_queue_retention_seconds,
+        )
 
     @property
     def quarantine_retention_seconds(self) -> int:

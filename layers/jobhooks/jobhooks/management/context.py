@@ -23,6 +23,7 @@ from jobhooks.delivery.attempt_log import AttemptLog
 from jobhooks.delivery.deliver import WebhookPoster
 from jobhooks.delivery.http_client import DEFAULT_CONNECT_TIMEOUT_SECONDS, WebhookClient
 from jobhooks.delivery.network_policy import NetworkPolicy, Resolver, resolve_host
+from jobhooks.ingest.claim_retention import claim_retention_seconds
 from jobhooks.ingest.claims import ClaimStore
 from jobhooks.ingest.quarantine import QuarantineStore
 from jobhooks.ingest.service import IngestService, build_ingest_service
@@ -115,7 +116,10 @@ def build_management_context(
         claims=ClaimStore(
             settings.claims_table,
             dynamodb,
-            retention_seconds=int(settings.dedup_retention_days * SECONDS_PER_DAY),
+            retention_seconds=claim_retention_seconds(
+                freshness_window_seconds=int(settings.dedup_retention_days * SECONDS_PER_DAY),
+                queue_retention_seconds=settings.ingest_queue_retention_seconds,
+            ),
             clock=clock,
         ),
         quarantine=QuarantineStore(

@@ -44,6 +44,7 @@ class ManagementSettings(Settings):
     test_send_timeout_seconds: float = Field(10, gt=0, le=15)
     # The stores need them for writes they make on our behalf (quarantine replay marks).
     dedup_retention_days: float = Field(7, gt=0, le=365)
+    ingest_queue_retention_seconds: int = Field(4 * 86_400, ge=60, le=14 * 86_400)
     quarantine_retention_days: float = Field(30, gt=0, le=365)
 
 
