@@ -618,6 +618,14 @@ def test_uninstall_and_install_again() -> None:
     assert aws_limits.take_violations() == []
 
 
+def test_the_park_labels_of_a_delivery_pass_sqs_limits() -> None:
+    from jobhooks.delivery.parking import ParkingSummary, ParkReason
+
+    summary = ParkingSummary(ParkReason.ATTEMPTS_EXHAUSTED, 8, "x" * 500)
+    request = {"MessageBody": "{}", "MessageAttributes": summary.message_attributes()}
+    assert check_request("sqs", "SendMessage", request) == []
+
+
 def test_architecture_doc_lists_every_rule() -> None:
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     missing = [rule for rule in aws_limits.RULES if f"`{rule}`" not in text]
