@@ -59,6 +59,18 @@ def bridge(rabbitmq: RabbitMQBroker, tmp_path_factory: pytest.TempPathFactory) -
         receiver.stop()
         stack.stop()
         _keep_log_of_failed_run(log_path)
+    # The shovel runs as a child process: a request it made that real AWS would refuse is in
+    # the log only (the test process's own are failed by tests/fixtures/aws.py).
+    refused = [line for line in _log_lines(log_path) if "AWS would refuse" in line]
+    assert refused == [], "the bridge made requests real AWS would refuse:\n" + "\n".join(refused)
+
+
+def _log_lines(log_path: Path) -> list[str]:
+    return (
+        log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        if log_path.exists()
+        else []
+    )
 
 
 def _keep_log_of_failed_run(log_path: Path) -> None:

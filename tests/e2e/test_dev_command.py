@@ -105,6 +105,9 @@ def test_demo_shows_delivery_dedup_and_quarantine_then_ctrl_c_stops_everything(
     assert port_is_closed(aws), "moto's server outlived jobhooks dev"
     assert port_is_closed(api), "the management API outlived jobhooks dev"
     assert not any("Traceback" in line for line in dev.lines), "\n".join(dev.lines)
+    # `jobhooks dev` enforces AWS's request limits: the demo must not break one.
+    refused = [line for line in dev.lines if re.search(r"\baws\s+refused\b", line)]
+    assert refused == []
 
 
 def test_sigterm_stops_everything_cleanly(dev_amqp_url: str) -> None:

@@ -6,6 +6,7 @@ by the local SQS event source; webhooks go to a receiver on 127.0.0.1.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -247,3 +248,67 @@ def test_an_events_deliveries_are_listed_from_the_subscriptions_its_claim_record
         UpdateExpression="REMOVE subscription_ids",
     )
     assert listed() == sorted([first, second])
+
+
+def test_noncharacters_in_metadata_and_error_text_survive_every_sqs_leg(
+    api: InProcessApi, bridge: Bridge, receiver: Receiver
+) -> None:
+    """U+FFFE and U+FFFF are valid Unicode, so a producer may send them in metadata or error
+    text, but SQS refuses them in a message body: every delivery task the bridge sends (fan-out,
+    delivery replay, event replay, DLQ park and redrive) must carry them escaped, and the
+    receiver must still get the exact bytes that were signed."""
+    _, secret = subscribe(api, "acme", receiver.url)
+    metadata = {"source": "payments", "note": "tab\ufffeend\uffff", "emoji": "\U0001f680"}
+    completed = make_job_event(
+        demo_key(),
+        tenant_id="acme",
+        job_id="job-nonchar-1",
+        body=_body({"jobId": "job-nonchar-1", "status": "completed", "metadata": metadata}),
+    )
+    failed = make_job_event(
+        demo_key(),
+        tenant_id="acme",
+        status="failed",
+        job_id="job-nonchar-2",
+        body=_body(
+            {
+                "jobId": "job-nonchar-2",
+                "status": "failed",
+                "metadata": {"error": {"message": "row 7: bad byte \uffff\ufffe in column"}},
+            }
+        ),
+    )
+    for event in (completed, failed):
+        bridge.publish(event.forwarded().to_json())
+    assert bridge.ingest().succeeded == 2, "the fan-out was refused"
+    bridge.deliver()
+    by_job = {body["data"]["job_id"]: body for body in verified(receiver, secret)}
+    assert by_job["job-nonchar-1"]["data"]["fetcher"]["metadata"] == metadata
+    error = by_job["job-nonchar-2"]["data"]["fetcher"]["error"]["message"]
+    assert error == "row 7: bad byte \uffff\ufffe in column"
+    first = {webhook.json()["data"]["job_id"]: webhook.body for webhook in receiver.requests}
+    # The webhook itself is UTF-8 JSON over HTTP: the characters are sent as they are.
+    assert "\ufffe".encode() in first["job-nonchar-1"]
+
+    event_id = by_job["job-nonchar-1"]["data"]["event_id"]
+    [delivery] = api.get("/v1/deliveries", event_id=event_id).body["deliveries"]
+    assert api.post(f"/v1/deliveries/{delivery['delivery_id']}/replay").status == 202
+    bridge.deliver()
+    assert api.post(f"/v1/events/{event_id}/replay").status == 202
+    receiver.statuses = [500]  # this replay's one attempt fails: parked in the delivery DLQ
+    bridge.deliver()
+    assert api.get("/v1/dlq").body["approximate_count"] == 1
+    redriven = api.post("/v1/dlq/redrive", {"queue": "delivery"})
+    assert redriven.body["moved"] == 1, redriven.text
+    bridge.deliver()
+
+    again = [w for w in receiver.requests[2:] if w.json()["data"]["job_id"] == "job-nonchar-1"]
+    assert len(again) == 3, "delivery replay, event replay (answered 500), redrive"
+    assert {webhook.body for webhook in again} == {first["job-nonchar-1"]}
+    for webhook in again:
+        Webhook(secret).verify(webhook.body, webhook.headers)
+
+
+def _body(document: dict[str, Any]) -> bytes:
+    # As the producer (Go's encoding/json) writes it: UTF-8, the noncharacters unescaped.
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()

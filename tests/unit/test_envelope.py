@@ -63,6 +63,21 @@ def test_writes_the_contract_shape() -> None:
     assert (document["vhost"], document["redelivered"]) == ("/", False)
 
 
+def test_the_sqs_body_is_ascii_whatever_the_producer_put_in_headers_and_properties() -> None:
+    # SQS refuses U+FFFE, U+FFFF and control characters in a body; the body itself is base64.
+    odd = "a\ufffeb\uffff\x00\U0001f680"
+    message = ForwardedMessage(
+        exchange="fetcher.job.events",
+        routing_key="job.completed",
+        body=odd.encode(),
+        headers={"x-note": odd, "ce-id": odd.encode()},
+        properties={"correlation_id": odd},
+        received_at="2026-07-13T18:04:12.001Z",
+    )
+    assert message.to_json().isascii()
+    assert ForwardedMessage.from_json(message.to_json()) == message
+
+
 def test_reads_back_losslessly_in_order() -> None:
     decoded = ForwardedMessage.from_json(MESSAGE.to_json())
     assert decoded == MESSAGE

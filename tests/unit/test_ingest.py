@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
-from jobhooks.delivery_task import delivery_id_for
+from jobhooks.delivery_task import DeliveryTask, delivery_id_for
 from jobhooks.ingest import FetcherKeysUnavailableError, IngestSettings, PowertoolsTelemetry
 from jobhooks.ingest.claims import ClaimState, EventRecord
 from jobhooks.ingest.fan_out import MAX_BATCH_BYTES, _chunks, delivery_tasks_for
@@ -188,6 +188,24 @@ def test_a_replayed_fan_out_marks_its_tasks_as_replays() -> None:
     )
 
     assert task.replay is True
+
+
+def test_a_task_on_the_wire_is_ascii_and_gives_back_the_exact_payload() -> None:
+    # Noncharacters, a control character, an astral character: SQS refuses the first three.
+    payload = '{"note":"a\ufffeb\uffffc\u0007d\U0001f680","type":"job.failed"}'
+    (task,) = delivery_tasks_for(
+        event_id="e",
+        tenant_id="acme",
+        event_type="job.failed",
+        payload=payload,
+        subscriptions=[subscription("acme")],
+    )
+
+    wire = task.to_json()
+    assert wire.isascii()
+    assert DeliveryTask.from_json(wire) == task
+    assert DeliveryTask.from_json(wire).payload.encode() == payload.encode()
+    assert json.loads(wire) == json.loads(task.model_dump_json())
 
 
 def test_batches_hold_at_most_ten_entries_and_one_mebibyte() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pika
 import pika.data
 from jobhooks.envelope import ForwardedMessage
+from jobhooks.local.aws_limits import check_request
 from jobhooks.shovel.amqp_fields import install_amqp_field_codec
 from jobhooks.shovel.forwarding import Delivery, build_sqs_entry, sqs_size
 
@@ -74,3 +75,14 @@ def test_float_headers_encode_as_doubles_for_the_parking_queue() -> None:
     table, _ = pika.data.decode_table(b"".join(pieces), 0)
     assert table == {"ratio": 0.1, "n": 1, "flag": True}
     assert type(table["ratio"]) is float and type(table["flag"]) is bool
+
+
+def test_an_entry_passes_sqs_limits_whatever_text_the_producer_sent() -> None:
+    # U+FFFE in ce-id and the body, a control character in a header: SQS would refuse any of
+    # them raw; the body carries them escaped or base64'd, the attribute is left out.
+    odd = "fetcher.job.completed.\ufffe\x01"
+    entry = build_sqs_entry(delivery({"ce-id": odd.encode(), "x-note": odd}, body=odd.encode()))
+
+    assert "ce-id" not in entry.attributes
+    batch = [entry.as_batch_entry("0")]
+    assert check_request("sqs", "SendMessageBatch", {"QueueUrl": "q", "Entries": batch}) == []

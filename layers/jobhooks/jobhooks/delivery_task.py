@@ -9,6 +9,7 @@ is what lets the deliver side drop a duplicate task after a recorded success.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -38,7 +39,13 @@ class DeliveryTask(BaseModel):
     """An operator asked for this delivery again: deliver even after a recorded success."""
 
     def to_json(self) -> str:
-        return self.model_dump_json()
+        """The SQS message body: JSON with every character beyond ASCII escaped.
+
+        SQS refuses a body holding U+FFFE, U+FFFF or control characters, and a producer's
+        metadata or error text may carry them into the payload. Escaped, they pass any queue;
+        decoding gives the payload text back unchanged, so the POSTed bytes are the same.
+        """
+        return json.dumps(self.model_dump(mode="json"), separators=(",", ":"), ensure_ascii=True)
 
     @classmethod
     def from_json(cls, text: str) -> DeliveryTask:

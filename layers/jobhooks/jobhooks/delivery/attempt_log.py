@@ -604,12 +604,14 @@ class _Listing:
             document = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
         except (ValueError, binascii.Error, UnicodeError):
             raise InvalidDeliveryCursorError() from None
+        # An empty key value would reach DynamoDB, which refuses it (ValidationException, a 502).
         if (
             not isinstance(document, dict)
             or document.get("i") != self.index
             or document.get("p") != partition
             or not isinstance(document.get("d"), str)
             or not isinstance(document.get("s"), str)
+            or not (document["d"] and document["s"])
         ):
             raise InvalidDeliveryCursorError()
         return {

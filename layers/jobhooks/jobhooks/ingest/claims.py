@@ -510,11 +510,13 @@ def _decode_cursor(cursor: str, tenant_id: str) -> dict[str, Any]:
         document = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
     except (ValueError, binascii.Error, UnicodeError):
         raise InvalidCursorError() from None
+    # An empty key value would reach DynamoDB, which refuses it (ValidationException, a 502).
     if (
         not isinstance(document, dict)
         or document.get("t") != tenant_id
         or not isinstance(document.get("e"), str)
         or not isinstance(document.get("d"), str)
+        or not (document["e"] and document["d"])
     ):
         raise InvalidCursorError()
     return {

@@ -333,11 +333,13 @@ def _decode_cursor(cursor: str, reason: Reason | None) -> dict[str, Any]:
         document = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
     except (ValueError, binascii.Error, UnicodeError):
         raise InvalidCursorError() from None
+    # An empty key value would reach DynamoDB, which refuses it (ValidationException, a 502).
     if (
         not isinstance(document, dict)
         or not isinstance(document.get("q"), str)
         or document.get("r") != (reason.value if reason else None)
         or not isinstance(document.get("at"), str)
+        or not (document["q"] and document["at"])
     ):
         raise InvalidCursorError()
     key: dict[str, Any] = {"quarantine_id": {"S": document["q"]}}

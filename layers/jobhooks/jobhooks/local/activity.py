@@ -22,7 +22,7 @@ _SEEN: Final = "_jobhooks_activity_seen"
 class Activity:
     """Something that happened to one message, delivery or component."""
 
-    source: str  # ingest | deliver | shovel | receiver | demo
+    source: str  # ingest | deliver | shovel | receiver | demo | aws
     what: str  # accepted | duplicate | rejected | delivered | retrying | parked | ...
     text: str
     fields: dict[str, Any]
@@ -91,6 +91,9 @@ def describe(record: logging.LogRecord) -> Activity | None:
         return _activity(
             record, "deliver", what, f"{event_id} -> {fields.get('subscription_id', '')}: {message}"
         )
+    if record.name.startswith("jobhooks.local.aws_limits"):
+        # A request real AWS would refuse (moto took it): a bug to fix, shown as it happens.
+        return _activity(record, "aws", "refused", message)
     if record.name.startswith("jobhooks.shovel") and record.levelno >= logging.WARNING:
         details = getattr(record, "fields", None) or {}
         extra = " ".join(f"{key}={value}" for key, value in details.items())

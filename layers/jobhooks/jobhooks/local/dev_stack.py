@@ -14,7 +14,10 @@ In the order an event flows through it:
 5. **the management API** on a loopback port.
 
 Everything runs with the functions' environment from the template plus the local-only settings
-of `LOCAL_ONLY_SETTINGS` (loopback webhooks allowed, short caches), which nothing else sets.
+of `LOCAL_ONLY_SETTINGS` (loopback webhooks allowed, short caches), which nothing else sets, and
+under the AWS limits guard (`jobhooks.local.aws_limits`): every SQS and DynamoDB request of the
+stack, the shovel process's included, is held to the real services' limits, which moto does not
+enforce; a violation is logged as an error and fails the call as AWS would.
 `stop()` ends every thread and child process it started, in reverse order, and puts the
 process's environment back as it found it.
 """
@@ -42,6 +45,7 @@ from types import ModuleType
 from typing import IO, Any, Final
 
 from jobhooks.keys import HmacKey
+from jobhooks.local import aws_limits
 from jobhooks.local.activity import Activity, ActivityFeed
 from jobhooks.local.event_source import LambdaContext, SqsEventSource
 from jobhooks.local.moto_server import (
@@ -172,12 +176,15 @@ class DevStack:
         self._modules: list[ModuleType] = []
         self._template_path = Path("template.yaml")
         self._probe: Any = None
+        self._installed_aws_limits = False
 
     # ------------------------------------------------------------------------------ lifecycle
 
     def start(self) -> DevStack:
         """Start everything; on any failure, stop what was started and raise."""
         try:
+            # Before any client exists: clients copy their session's hooks when made.
+            self._installed_aws_limits = aws_limits.install()
             self._open_log()
             self._find_or_start_broker_in_background()
             self._start_aws()
@@ -226,6 +233,9 @@ class DevStack:
             sys.modules.pop(module.__name__, None)
         self._modules.clear()
         self._probe = None
+        if self._installed_aws_limits:
+            aws_limits.uninstall()
+            self._installed_aws_limits = False
 
     def __enter__(self) -> DevStack:
         return self.start()
@@ -345,7 +355,8 @@ class DevStack:
             [
                 sys.executable,
                 "-m",
-                "jobhooks.cli.main",
+                # The `jobhooks` CLI under the AWS limits guard (jobhooks/local/aws_limits).
+                "jobhooks.local.aws_limits",
                 "shovel",
                 "--amqp-url",
                 self.amqp_url,

@@ -586,10 +586,12 @@ def _decode_cursor(cursor: str, tenant_id: str) -> dict[str, Any]:
         document = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
     except (ValueError, binascii.Error, UnicodeError):
         raise invalid from None
+    # An empty key value would reach DynamoDB, which refuses it (ValidationException, a 502).
     if (
         not isinstance(document, dict)
         or document.get("t") != tenant_id
         or not isinstance(document.get("s"), str)
+        or not document["s"]
     ):
         raise invalid
     return {"tenant_id": {"S": tenant_id}, "subscription_id": {"S": document["s"]}}
