@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from jobhooks.envelope import ForwardedMessage, NonUtf8String, OutOfRangeTimestamp
+from jobhooks.event import MAX_JOB_ID_CHARS
 from jobhooks.job_events import VerificationPolicy, read_forwarded_message, read_job_event
 from jobhooks.keys import HmacKey, key_from_hex
 from jobhooks.rejection import Reason, RejectedMessageError
@@ -140,6 +141,15 @@ def test_rejects_a_signed_body_whose_status_contradicts_the_routing_key() -> Non
 )
 def test_rejects_a_signed_but_malformed_body(body: bytes) -> None:
     assert rejection(signed(body=body)) is Reason.MALFORMED_BODY
+
+
+def test_rejects_a_job_id_too_long_to_be_a_dedup_key() -> None:
+    # The claim's key is `fetcher.job.<status>.<jobId>`; DynamoDB refuses a partition key over
+    # 2,048 bytes, which would fail the record until it reached the ingest DLQ.
+    longest = "j" * MAX_JOB_ID_CHARS
+    assert read(signed(job_id=longest)).job_id == longest
+    assert rejection(signed(job_id=longest + "j")) is Reason.MALFORMED_BODY
+    assert rejection(signed(body=completed_body(""))) is Reason.MALFORMED_BODY
 
 
 def test_rejects_ce_tenantid_when_the_producer_signed_no_tenant() -> None:

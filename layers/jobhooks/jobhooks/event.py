@@ -18,6 +18,10 @@ from jobhooks.rejection import Reason, RejectedMessageError
 JobStatus = Literal["completed", "failed"]
 STATUSES: tuple[JobStatus, ...] = ("completed", "failed")
 
+# The job id becomes the claim's key (`fetcher.job.<status>.<jobId>`), which DynamoDB caps at
+# 2,048 bytes; Fetcher's are UUIDs. 256 characters stay under the cap in any UTF-8.
+MAX_JOB_ID_CHARS = 256
+
 _CURRENT_ROUTING_KEY = re.compile(r"job\.(completed|failed)")
 # v1.4.x: job.<status>.<source>, source lower-cased [a-z0-9_-], at most 64 characters.
 _LEGACY_ROUTING_KEY = re.compile(r"job\.(completed|failed)\.([a-z0-9_-]{1,64})")
@@ -133,9 +137,16 @@ def parse_body(document: dict[str, Any] | None) -> JobBody:
     """The body (as `parse_json_object` read it) as a `JobBody`, or `malformed_body`."""
     if document is None:
         raise RejectedMessageError(Reason.MALFORMED_BODY, "the body is not a JSON object")
-    if not isinstance(document.get("jobId", document.get("job_id")), str):
+    job_id = document.get("jobId", document.get("job_id"))
+    if not isinstance(job_id, str) or not job_id:
         raise RejectedMessageError(
             Reason.MALFORMED_BODY, "the body has no string job id (jobId or job_id)"
+        )
+    if len(job_id) > MAX_JOB_ID_CHARS:
+        raise RejectedMessageError(
+            Reason.MALFORMED_BODY,
+            f"the body's job id is {len(job_id)} characters long; at most {MAX_JOB_ID_CHARS} "
+            "are accepted (Fetcher's are UUIDs)",
         )
     if document.get("status") not in STATUSES:
         raise RejectedMessageError(
