@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import sqlglot
-from jobhooks.analytics.columns import COLUMN_NAMES
+from jobhooks.analytics.columns import COLUMN_NAMES, record_problems
 from jobhooks.analytics.engine import build_query_engine
 from jobhooks.analytics.exceptions import (
     AnalyticsNotConfiguredError,
@@ -134,6 +134,8 @@ def test_an_empty_window_or_table_answers_with_no_rows_and_says_so(tmp_path: Pat
 def test_rows_lists_every_column_with_its_type(engine: DuckDBEngine) -> None:
     listed = engine.rows(FETCHER)
     assert listed.truncated is False
+    # What DuckDB reads back has the contract's names and types, as what the sink wrote.
+    assert [record_problems(r) for r in listed.rows] == [[]] * len(listed.rows)
     first = listed.rows[0]
     assert tuple(first) == COLUMN_NAMES
     assert first["timestamp_utc"] == "2026-07-13T08:00:00.000Z"

@@ -22,6 +22,7 @@ from jobhooks.analytics.columns import (
     EXTRA_COLUMNS,
     ContractType,
     Privacy,
+    record_problems,
 )
 from jobhooks.analytics.exceptions import PseudonymizationKeyError
 from jobhooks.analytics.pseudonymize import (
@@ -67,19 +68,7 @@ def outcome_of(sample: str, release: str | None = "fetcher@2.0.2") -> Outcome:
 
 def assert_contract_types(record: dict[str, Any]) -> None:
     """Every value of a written record has its column's contract type."""
-    assert list(record) == list(COLUMN_NAMES)
-    for column in COLUMNS:
-        value = record[column.name]
-        if value is None:
-            assert column.nullable, column.name
-        elif column.type is ContractType.TIMESTAMP:
-            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", value), value
-        elif column.type is ContractType.STRING:
-            assert isinstance(value, str) and value, column.name
-        elif column.type is ContractType.NUMBER:
-            assert isinstance(value, int) and not isinstance(value, bool), column.name
-        else:
-            assert isinstance(value, list) and all(isinstance(v, str) for v in value)
+    assert record_problems(record) == []
 
 
 def test_the_columns_are_the_contracts_eleven_then_justified_extras() -> None:
@@ -201,6 +190,31 @@ def test_a_short_key_is_refused_without_showing_it() -> None:
     with pytest.raises(PseudonymizationKeyError, match="has 8 characters") as refused:
         StaticKeyPseudonymizer("s3cr3t!!")
     assert "s3cr3t" not in str(refused.value)
+
+
+def test_record_problems_name_every_field_off_the_contract() -> None:
+    record = row_from_outcome(outcome_of("completed")).to_record()
+    assert record_problems(record) == []
+    broken = {
+        **record,
+        "timestamp_utc": "2026-07-13 18:04:11",
+        "attempt_count": "1",
+        "duration_ms": True,
+        "status": "",
+        "unmeasured": "queue_wait_ms",
+        "job_id": None,
+    }
+    assert record_problems(broken) == [
+        "timestamp_utc is not a UTC timestamp: '2026-07-13 18:04:11'",
+        "job_id is null",
+        "attempt_count is not a whole number",
+        "duration_ms is not a whole number",
+        "status is not a non-empty string",
+        "unmeasured is not a list of strings",
+    ]
+    missing = {k: v for k, v in record.items() if k != "release"}
+    assert record_problems(missing)[0].startswith("columns are")
+    assert ContractType.NUMBER.value == "number"
 
 
 def test_a_row_rejects_what_the_table_cannot_hold() -> None:

@@ -12,9 +12,11 @@ columns at the end, never rename or re-type one.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 TABLE_NAME: Final = "background_job_completed"
 # The S3 prefix the table's objects live under (Firehose writes `<prefix>dt=YYYY-MM-DD/...`).
@@ -193,3 +195,34 @@ def column(name: str) -> Column:
         if candidate.name == name:
             return candidate
     raise KeyError(f"{name} is not a column of {TABLE_NAME}")
+
+
+_RECORD_TIMESTAMP: Final = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+def record_problems(record: Mapping[str, Any]) -> list[str]:
+    """What keeps a row, as JSON (a sink's record or an engine's listing), from the contract's
+    names and types: empty when every column is there, in order, with its type. The contract's
+    checklist ("verify all 11 fields arrive with the documented types") runs this."""
+    problems = []
+    if list(record) != list(COLUMN_NAMES):
+        problems.append(f"columns are {list(record)}, expected {list(COLUMN_NAMES)}")
+    for column in COLUMNS:
+        if column.name not in record:
+            continue
+        value = record[column.name]
+        if value is None:
+            if not column.nullable:
+                problems.append(f"{column.name} is null")
+        elif column.type is ContractType.TIMESTAMP:
+            if not (isinstance(value, str) and _RECORD_TIMESTAMP.match(value)):
+                problems.append(f"{column.name} is not a UTC timestamp: {value!r:.60}")
+        elif column.type is ContractType.STRING:
+            if not (isinstance(value, str) and value):
+                problems.append(f"{column.name} is not a non-empty string")
+        elif column.type is ContractType.NUMBER:
+            if not isinstance(value, int) or isinstance(value, bool):
+                problems.append(f"{column.name} is not a whole number")
+        elif not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
+            problems.append(f"{column.name} is not a list of strings")
+    return problems
