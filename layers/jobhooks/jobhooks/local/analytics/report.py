@@ -40,9 +40,11 @@ svg { display: block; max-width: 100%; height: auto; }
 svg .axis { stroke: #8c959f; stroke-width: 1; }
 svg .grid { stroke: #eaeef2; stroke-width: 1; }
 svg text { font-size: 11px; fill: #57606a; }
-svg .failure_rate { stroke: #cf222e; fill: #cf222e; }
-svg .p95_duration_ms { stroke: #0969da; fill: #0969da; }
 svg polyline { fill: none; stroke-width: 2; }
+svg polyline.failure_rate { stroke: #cf222e; }
+svg circle.failure_rate { fill: #cf222e; }
+svg polyline.p95_duration_ms { stroke: #0969da; }
+svg circle.p95_duration_ms { fill: #0969da; }
 table { border-collapse: collapse; margin-top: .5rem; }
 th, td { padding: .2rem .75rem; text-align: right; border-bottom: 1px solid #eaeef2; }
 th:first-child, td:first-child { text-align: left; }
