@@ -206,3 +206,97 @@ def test_loader_reads_short_tags_as_long_form() -> None:
     redrive = template["Resources"]["IngestQueue"]["Properties"]["RedrivePolicy"]
     assert redrive["deadLetterTargetArn"] == {"Fn::GetAtt": ["IngestDeadLetterQueue", "Arn"]}
     assert template == json.loads(json.dumps(TEMPLATE))
+
+
+# ---------------------------------------------------------------------------- analytics
+
+ANALYTICS_TYPES = {
+    "AWS::KinesisFirehose::DeliveryStream",
+    "AWS::S3::Bucket",
+    "AWS::Glue::Database",
+    "AWS::Glue::Table",
+    "AWS::Athena::WorkGroup",
+    "AWS::Athena::NamedQuery",
+}
+
+
+def with_analytics_variables(pseudonymize_else: Any) -> dict[str, Any]:
+    """The template with the analytics variables a function of the next phase will carry."""
+    template = load_template(ROOT / "template.yaml")
+    variables = template["Resources"]["IngestFunction"]["Properties"]["Environment"]["Variables"]
+    variables["JOBHOOKS_ANALYTICS_STREAM"] = {"Ref": "AnalyticsDeliveryStream"}
+    variables["JOBHOOKS_ANALYTICS_WORKGROUP"] = {"Ref": "AnalyticsWorkGroup"}
+    variables["JOBHOOKS_ANALYTICS_BUCKET_ARN"] = {"Fn::GetAtt": ["AnalyticsBucket", "Arn"]}
+    variables["JOBHOOKS_ANALYTICS_PSEUDONYMIZATION_SECRET_ARN"] = {
+        "Fn::If": [
+            "PseudonymizeAnalytics",
+            {"Ref": "AnalyticsPseudonymizationKey"},
+            pseudonymize_else,
+        ]
+    }
+    return template
+
+
+def test_analytics_resources_are_left_to_the_embedded_sink_and_duckdb(
+    resources: LocalResources,
+) -> None:
+    assert {r["Type"] for r in TEMPLATE["Resources"].values()} >= ANALYTICS_TYPES
+    assert not set(resources.types.values()) & ANALYTICS_TYPES
+    assert "AnalyticsPseudonymizationKey" not in resources.refs  # off by default
+    assert not boto3.client("firehose").list_delivery_streams()["DeliveryStreamNames"]
+    assert not boto3.client("s3").list_buckets()["Buckets"]
+
+
+def test_a_variable_naming_an_analytics_resource_is_left_out_locally(aws: MotoServer) -> None:
+    resources = provision(
+        with_analytics_variables({"Ref": "AWS::NoValue"}), endpoint_url=aws.endpoint_url
+    )
+    ingest = resources.environment("IngestFunction")
+    for name in (
+        "JOBHOOKS_ANALYTICS_STREAM",
+        "JOBHOOKS_ANALYTICS_WORKGROUP",
+        "JOBHOOKS_ANALYTICS_BUCKET_ARN",
+        "JOBHOOKS_ANALYTICS_PSEUDONYMIZATION_SECRET_ARN",
+    ):
+        assert name not in ingest, name
+    assert ingest["JOBHOOKS_CLAIMS_TABLE"] == resources.table_name("ClaimsTable")
+
+
+def test_pseudonymization_on_creates_a_generated_key_locally(aws: MotoServer) -> None:
+    resources = provision(
+        with_analytics_variables(""),
+        parameters={"AnalyticsPseudonymize": "true"},
+        endpoint_url=aws.endpoint_url,
+    )
+    arn = resources.refs["AnalyticsPseudonymizationKey"]
+    assert (
+        resources.names["AnalyticsPseudonymizationKey"] == "jobhooks/analytics-pseudonymization-key"
+    )
+    assert (
+        resources.environment("IngestFunction")["JOBHOOKS_ANALYTICS_PSEUDONYMIZATION_SECRET_ARN"]
+        == arn
+    )
+    key = boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+    assert len(key) == 64 and key.isalnum()
+    # Provisioning again keeps the key: the pseudonyms already written stay valid.
+    again = provision(
+        with_analytics_variables(""),
+        parameters={"AnalyticsPseudonymize": "true"},
+        endpoint_url=aws.endpoint_url,
+    )
+    assert (
+        boto3.client("secretsmanager").get_secret_value(
+            SecretId=again.refs["AnalyticsPseudonymizationKey"]
+        )["SecretString"]
+        == key
+    )
+
+
+def test_a_sub_naming_an_analytics_resource_says_it_has_no_local_counterpart(
+    aws: MotoServer,
+) -> None:
+    template = load_template(ROOT / "template.yaml")
+    variables = template["Resources"]["IngestFunction"]["Properties"]["Environment"]["Variables"]
+    variables["JOBHOOKS_ANALYTICS_LOCATION"] = {"Fn::Sub": "s3://${AnalyticsBucket}/rows/"}
+    with pytest.raises(LocalTemplateError, match="AnalyticsBucket, which has no local counterpart"):
+        provision(template, endpoint_url=aws.endpoint_url)

@@ -12,6 +12,12 @@ written a second time here: this module only knows how each resource *type* maps
 Local names follow the template with the stack name replaced by `prefix` (`jobhooks-IngestQueue`,
 `jobhooks/fetcher-keys`); a resource the template leaves unnamed is called `<prefix>-<LogicalId>`.
 Provisioning is idempotent: a second call finds and reuses what the first one created.
+
+The analytics table's AWS resources (`EMBEDDED_LOCALLY`: the Firehose stream, the buckets, the
+Glue table, the Athena workgroup and its saved queries) are not created: on one machine the
+local file sink and DuckDB stand in for them (`jobhooks.local.analytics`). A function variable
+that refers to one of them is left out of the function's local environment, so the function
+falls back to the embedded default (`JOBHOOKS_ANALYTICS_DIR`, which `jobhooks dev` sets).
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
+import string
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +49,14 @@ KEY_TYPE: Final = "AWS::KMS::Key"
 ALIAS_TYPE: Final = "AWS::KMS::Alias"
 SECRET_TYPE: Final = "AWS::SecretsManager::Secret"  # noqa: S105 - a resource type
 PROVISIONED_TYPES: Final = (QUEUE_TYPE, TABLE_TYPE, KEY_TYPE, ALIAS_TYPE, SECRET_TYPE)
+EMBEDDED_LOCALLY: Final = (
+    "AWS::KinesisFirehose::DeliveryStream",
+    "AWS::S3::Bucket",
+    "AWS::Glue::Database",
+    "AWS::Glue::Table",
+    "AWS::Athena::WorkGroup",
+    "AWS::Athena::NamedQuery",
+)
 FUNCTION_TYPES: Final = ("AWS::Serverless::Function",)
 
 # CloudFormation queue properties that are SQS queue attributes of the same name.
@@ -362,12 +378,16 @@ class _Provisioner:
             return pseudo
         if name in self._parameters:
             return self._parameters[name]
+        if self._embedded_locally(name):
+            return _NO_VALUE
         return self._ensure(name).ref
 
-    def _get_att(self, argument: Any) -> str:
+    def _get_att(self, argument: Any) -> Any:
         if isinstance(argument, str):
             argument = argument.split(".", 1)
         logical_id, attribute = self._resolve(argument[0]), self._resolve(argument[1])
+        if self._embedded_locally(logical_id):
+            return _NO_VALUE
         created = self._ensure(logical_id)
         if attribute not in created.attributes:
             raise LocalTemplateError(f"!GetAtt {logical_id}.{attribute} is not available locally")
@@ -386,8 +406,14 @@ class _Provisioner:
             if expression in variables:
                 return _as_string(variables[expression])
             if "." in expression and expression.split(".", 1)[0] in self._resources:
-                return self._get_att(expression)
-            return _as_string(self._ref(expression))
+                value = self._get_att(expression)
+            else:
+                value = self._ref(expression)
+            if value is _NO_VALUE:
+                raise LocalTemplateError(
+                    f"!Sub {text!r} refers to {expression}, which has no local counterpart"
+                )
+            return _as_string(value)
 
         return _SUB_VARIABLE.sub(replace, text)
 
@@ -446,6 +472,10 @@ class _Provisioner:
         return None
 
     # -- resources ----------------------------------------------------------------------
+
+    def _embedded_locally(self, logical_id: str) -> bool:
+        resource = self._resources.get(logical_id)
+        return resource is not None and resource.get("Type") in EMBEDDED_LOCALLY
 
     def _client(self, service: str) -> Any:
         if service not in self._clients:
@@ -624,10 +654,12 @@ class _Provisioner:
             if not _is_missing(error):
                 raise
             value = wanted if wanted is not None else self._resolve(properties.get("SecretString"))
+            if value is None and "GenerateSecretString" in properties:
+                value = _generated_secret(self._resolve(properties["GenerateSecretString"]))
             if value is None:
                 raise LocalTemplateError(
-                    f"{logical_id}: only secrets with a SecretString (or a value passed to "
-                    "provision) are created locally"
+                    f"{logical_id}: only secrets with a SecretString or a GenerateSecretString "
+                    "(or a value passed to provision) are created locally"
                 ) from error
             arguments = {"Name": name, "SecretString": _as_string(value)}
             if "Description" in properties:
@@ -701,6 +733,23 @@ class _Provisioner:
                 int(self._resolve(spec.get("BatchSize", 10))),
                 int(concurrency) if concurrency is not None else None,
             )
+
+
+def _generated_secret(spec: Mapping[str, Any]) -> str:
+    """A random secret string as Secrets Manager's GenerateSecretString would make it; only the
+    plain-string form (no SecretStringTemplate) with the options the template uses."""
+    unsupported = set(spec) - {"PasswordLength", "ExcludePunctuation", "ExcludeCharacters"}
+    if unsupported:
+        raise LocalTemplateError(
+            f"GenerateSecretString option(s) {sorted(unsupported)} are not reproduced locally"
+        )
+    alphabet = string.ascii_letters + string.digits
+    if not spec.get("ExcludePunctuation"):
+        alphabet += string.punctuation
+    excluded = set(str(spec.get("ExcludeCharacters", "")))
+    alphabet = "".join(c for c in alphabet if c not in excluded)
+    length = int(spec.get("PasswordLength", 32))
+    return "".join(secrets.choice(alphabet) for _ in range(length))
 
 
 def _as_string(value: Any) -> str:

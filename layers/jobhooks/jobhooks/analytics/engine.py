@@ -1,0 +1,27 @@
+"""The query engine a process's settings ask for: Athena on AWS, DuckDB on `jobhooks dev`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobhooks.analytics.exceptions import AnalyticsNotConfiguredError
+from jobhooks.analytics.results import QueryEngine
+from jobhooks.analytics.settings import AnalyticsQuerySettings
+
+
+def build_query_engine(settings: AnalyticsQuerySettings, *, session: Any = None) -> QueryEngine:
+    if settings.analytics_workgroup:
+        from jobhooks.analytics.athena import build_athena_engine
+
+        return build_athena_engine(
+            workgroup=settings.analytics_workgroup,
+            database=settings.analytics_database,
+            session=session,
+            default_wait_seconds=settings.analytics_query_wait_seconds,
+        )
+    if settings.analytics_dir:
+        # `jobhooks dev` only: DuckDB is never part of what Lambda functions load.
+        from jobhooks.local.analytics.duckdb_engine import DuckDBEngine
+
+        return DuckDBEngine(settings.analytics_dir)
+    raise AnalyticsNotConfiguredError()

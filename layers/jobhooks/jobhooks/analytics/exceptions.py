@@ -1,0 +1,119 @@
+"""Errors of the analytics capability: each has a stable `code` and a sentence saying what to do."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from jobhooks.errors import JobhooksError
+
+
+class AnalyticsError(JobhooksError):
+    code: ClassVar[str] = "analytics_error"
+
+
+class AnalyticsWriteError(AnalyticsError):
+    """Rows were not accepted by the sink after a bounded number of attempts.
+
+    The ingest caller turns this into "record not completed": the claim is released and SQS
+    delivers the record again. Its deliveries were enqueued before the row was written, so the
+    webhooks are not delayed; only the completion of the claim is. Some rows of the call may
+    have been written already: the outcomes view reads one row per `event_id`, so the retry's
+    second copy changes no answer.
+    """
+
+    code = "analytics_write_failed"
+
+    def __init__(self, failed: int, total: int, cause: str) -> None:
+        super().__init__(
+            f"{failed} of {total} analytics rows were not written ({cause}); the ingest "
+            "record is retried (its webhooks are already on their way). If it persists, check "
+            'the sink: docs/analytics.md, "When a row cannot be written"'
+        )
+        self.failed = failed
+        self.total = total
+        self.cause = cause
+
+
+class AnalyticsRowTooLargeError(AnalyticsError):
+    """One row is larger than a Firehose record may be: nothing a retry can change."""
+
+    code = "analytics_row_too_large"
+
+    def __init__(self, event_id: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"the analytics row of event {event_id[:200]!r} is {size} bytes, above the "
+            f"{limit}-byte record limit; an identifier of that event is far longer than any "
+            "producer sends: inspect the message (jobhooks dlq list)"
+        )
+        self.event_id = event_id
+        self.size = size
+
+
+class PseudonymizationKeyError(AnalyticsError):
+    """The pseudonymization key is missing, unreadable or too short."""
+
+    code = "pseudonymization_key_unavailable"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"the analytics pseudonymization key is unavailable ({detail}); rows are not "
+            "written until it is readable, and their ingest records are retried"
+        )
+
+
+class UnknownQuestionError(AnalyticsError):
+    code = "unknown_question"
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(
+            f"there is no analytics question {name[:100]!r}; the questions are: {', '.join(known)}"
+        )
+        self.name = name
+
+
+class AnalyticsNotConfiguredError(AnalyticsError):
+    code = "analytics_not_configured"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "analytics queries are not configured: set JOBHOOKS_ANALYTICS_WORKGROUP and "
+            "JOBHOOKS_ANALYTICS_DATABASE (a deployed stack) or JOBHOOKS_ANALYTICS_DIR (local)"
+        )
+
+
+class InvalidWindowError(AnalyticsError):
+    code = "invalid_window"
+
+
+class QueryFailedError(AnalyticsError):
+    """The engine ran the query and it failed, or was cancelled (e.g. by the scan limit)."""
+
+    code = "query_failed"
+
+
+class QueryNotFoundError(AnalyticsError):
+    code = "query_not_found"
+
+    def __init__(self, query_id: str) -> None:
+        super().__init__(
+            f"no analytics query {query_id[:128]!r} exists in this stack's workgroup; start the "
+            "question again"
+        )
+        self.query_id = query_id
+
+
+class QuestionFileError(AnalyticsError):
+    """A reviewed .sql file does not have the header or placeholders every question needs."""
+
+    code = "question_file_invalid"
+
+
+def aws_error_code(error: BaseException) -> str:
+    """The AWS error code of a botocore `ClientError`, also when it is the cause of another
+    error (Powertools wraps them); else the class name of the innermost error."""
+    cause = error.__cause__ or error.__context__
+    for candidate in (error, cause):
+        response: Any = getattr(candidate, "response", None)
+        if isinstance(response, dict):
+            return str(response.get("Error", {}).get("Code", "Unknown"))
+    return type(cause or error).__name__

@@ -1,0 +1,73 @@
+"""Outcomes in, rows written: what the ingest use case calls once an event's deliveries are
+enqueued, before it completes the event's claim.
+
+    recorder = build_analytics_recorder(settings)     # None when analytics is not configured
+    recorder.record([outcome])                         # raises AnalyticsError: retry the record
+
+Every verified, deduplicated event becomes one row, whether or not a subscription wanted it.
+Quarantined messages and test sends never reach here, so they are never rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from jobhooks.analytics.pseudonymize import (
+    Pseudonymizer,
+    SecretKeyPseudonymizer,
+    StaticKeyPseudonymizer,
+)
+from jobhooks.analytics.row import AnalyticsRow, row_from_outcome
+from jobhooks.analytics.settings import AnalyticsSinkSettings
+from jobhooks.analytics.sink import AnalyticsSink
+from jobhooks.outcome import Outcome
+
+
+class AnalyticsRecorder:
+    def __init__(self, sink: AnalyticsSink, *, pseudonymizer: Pseudonymizer | None = None) -> None:
+        self.sink = sink
+        self.pseudonymizer = pseudonymizer
+
+    def rows_for(self, outcomes: Sequence[Outcome]) -> list[AnalyticsRow]:
+        return [row_from_outcome(outcome, pseudonymizer=self.pseudonymizer) for outcome in outcomes]
+
+    def record(self, outcomes: Sequence[Outcome]) -> None:
+        """Write one row per outcome; raises `AnalyticsError` (the caller retries the record)."""
+        self.sink.put_rows(self.rows_for(outcomes))
+
+
+def build_analytics_recorder(
+    settings: AnalyticsSinkSettings, *, session: Any = None
+) -> AnalyticsRecorder | None:
+    """The recorder the settings ask for, over real clients; None when analytics is off."""
+    sink: AnalyticsSink
+    if settings.analytics_stream:
+        from jobhooks.analytics.firehose import build_firehose_sink
+
+        sink = build_firehose_sink(settings.analytics_stream, session=session)
+    elif settings.analytics_dir:
+        # `jobhooks dev` only: the local package is not part of what Lambda functions load.
+        from jobhooks.local.analytics.files import LocalFileSink
+
+        sink = LocalFileSink(settings.analytics_dir)
+    else:
+        return None
+    return AnalyticsRecorder(sink, pseudonymizer=_pseudonymizer(settings, session))
+
+
+def _pseudonymizer(settings: AnalyticsSinkSettings, session: Any) -> Pseudonymizer | None:
+    if settings.analytics_pseudonymization_secret_arn:
+        import boto3
+        from aws_lambda_powertools.utilities.parameters import SecretsProvider
+        from botocore.config import Config
+
+        make_client = session.client if session is not None else boto3.client
+        config = Config(
+            retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10
+        )
+        provider = SecretsProvider(boto3_client=make_client("secretsmanager", config=config))
+        return SecretKeyPseudonymizer(settings.analytics_pseudonymization_secret_arn, provider)
+    if settings.analytics_pseudonymization_key:
+        return StaticKeyPseudonymizer(settings.analytics_pseudonymization_key)
+    return None

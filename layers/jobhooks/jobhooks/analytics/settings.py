@@ -1,0 +1,60 @@
+"""The analytics settings of a process, as mixins of its one settings model.
+
+The ingest function's model gains `AnalyticsSinkSettings`, the management API's gains
+`AnalyticsQuerySettings` (docs/architecture.md, "Environment"; docs/analytics.md):
+
+- `JOBHOOKS_ANALYTICS_STREAM`: the Firehose delivery stream rows go to (a deployed stack);
+- `JOBHOOKS_ANALYTICS_DIR`: the directory the local sink writes and DuckDB reads
+  (`jobhooks dev`); the stream wins when both are set;
+- `JOBHOOKS_ANALYTICS_PSEUDONYMIZATION_SECRET_ARN`: pseudonymize `account_id` and `job_id`
+  with the key in this secret; `JOBHOOKS_ANALYTICS_PSEUDONYMIZATION_KEY` gives the key
+  directly (local use). Neither: ids are written as they are (the default);
+- `JOBHOOKS_ANALYTICS_WORKGROUP`, `JOBHOOKS_ANALYTICS_DATABASE`: where Athena answers;
+- `JOBHOOKS_ANALYTICS_QUERY_WAIT_SECONDS`: how long one API call waits for Athena before it
+  answers "still running" (the API function has 15 s, API Gateway 30 s).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from jobhooks.analytics.pseudonymize import MIN_KEY_CHARS
+from jobhooks.settings import Settings
+
+
+class AnalyticsSinkSettings(Settings):
+    analytics_stream: str = ""
+    analytics_dir: str = ""
+    analytics_pseudonymization_secret_arn: str = ""
+    analytics_pseudonymization_key: str = Field("", repr=False)
+
+    @field_validator("analytics_pseudonymization_key")
+    @classmethod
+    def _long_enough(cls, value: str) -> str:
+        if value and len(value.strip()) < MIN_KEY_CHARS:
+            raise ValueError(f"at least {MIN_KEY_CHARS} characters are needed")
+        return value
+
+    @property
+    def analytics_enabled(self) -> bool:
+        return bool(self.analytics_stream or self.analytics_dir)
+
+    @property
+    def pseudonymization_enabled(self) -> bool:
+        return bool(
+            self.analytics_pseudonymization_secret_arn or self.analytics_pseudonymization_key
+        )
+
+
+class AnalyticsQuerySettings(Settings):
+    analytics_workgroup: str = ""
+    analytics_database: str = Field("", validate_default=True)
+    analytics_dir: str = ""
+    analytics_query_wait_seconds: float = Field(10, gt=0, le=25)
+
+    @field_validator("analytics_database")
+    @classmethod
+    def _database_with_workgroup(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("analytics_workgroup") and not value:
+            raise ValueError("the Glue database is needed with JOBHOOKS_ANALYTICS_WORKGROUP")
+        return value

@@ -1,0 +1,92 @@
+"""The time window a question answers over: `[from, to)` on `timestamp_utc`, in UTC.
+
+`parameters()` are the three values of the outcomes view's placeholders, in order: the first
+partition to read (`dt`, one day before `from`: a row is written after its outcome, and this
+leaves a producer clock that runs ahead by less than a day inside the window), then `from` and
+`to` as `yyyy-MM-dd HH:mm:ss.SSS`, the text both DuckDB and Athena cast to a timestamp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Final
+
+from jobhooks.analytics.exceptions import InvalidWindowError
+from jobhooks.outcome import format_timestamp
+
+DEFAULT_DAYS: Final = 7
+# Longer than any retention the template allows: a window beyond it only scans more.
+MAX_DAYS: Final = 3660
+_SQL_TIMESTAMP: Final = "%Y-%m-%d %H:%M:%S.%f"
+
+
+@dataclass(frozen=True, slots=True)
+class QueryWindow:
+    start: datetime
+    end: datetime
+
+    def __post_init__(self) -> None:
+        for name, value in (("from", self.start), ("to", self.end)):
+            if value.tzinfo is None or value.utcoffset() != timedelta(0):
+                raise InvalidWindowError(f"`{name}` must be a UTC time")
+        if self.start >= self.end:
+            raise InvalidWindowError("`from` must be before `to`")
+        if self.end - self.start > timedelta(days=MAX_DAYS):
+            raise InvalidWindowError(f"a window spans at most {MAX_DAYS} days")
+
+    @classmethod
+    def parse(cls, start: str | None, end: str | None, *, now: datetime) -> QueryWindow:
+        """From ISO 8601 texts (a date means its midnight UTC; no zone means UTC).
+
+        Missing `to` is `now`; missing `from` is `DEFAULT_DAYS` before `to`.
+        """
+        end_at = _parse("to", end) if end else _millis(now.astimezone(UTC))
+        start_at = _parse("from", start) if start else end_at - timedelta(days=DEFAULT_DAYS)
+        return cls(start_at, end_at)
+
+    @classmethod
+    def from_parameters(cls, parameters: Sequence[str]) -> QueryWindow:
+        """The window whose `parameters()` these are (quotes around them are ignored)."""
+        if len(parameters) != 3:
+            raise InvalidWindowError("a window has three parameters")
+        start, end = (text.strip("'") for text in parameters[1:])
+        return cls(_from_sql(start), _from_sql(end))
+
+    def parameters(self) -> list[str]:
+        first_partition = (self.start - timedelta(days=1)).date().isoformat()
+        return [first_partition, _to_sql(self.start), _to_sql(self.end)]
+
+    def to_dict(self) -> dict[str, str]:
+        return {"from": format_timestamp(self.start), "to": format_timestamp(self.end)}
+
+
+def _parse(name: str, text: str) -> datetime:
+    try:
+        if len(text) == 10:
+            moment = datetime.combine(date.fromisoformat(text), time(), UTC)
+        else:
+            moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidWindowError(
+            f"`{name}` is not an ISO 8601 date or time (e.g. 2026-07-13 or 2026-07-13T18:00:00Z)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return _millis(moment.astimezone(UTC))
+
+
+def _millis(moment: datetime) -> datetime:
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def _to_sql(moment: datetime) -> str:
+    return moment.strftime(_SQL_TIMESTAMP)[:-3]
+
+
+def _from_sql(text: str) -> datetime:
+    try:
+        return datetime.strptime(text + "000", _SQL_TIMESTAMP).replace(tzinfo=UTC)
+    except ValueError:
+        raise InvalidWindowError(f"{text[:40]!r} is not a window bound") from None
