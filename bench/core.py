@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from jobhooks.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.outcome import webhook_payload
-from jobhooks.sample_events import demo_key, make_job_event
+from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
+from jobhooks.inbound.outcome import webhook_payload
+from jobhooks_tools.sample_events import demo_key, make_job_event
 
 KEY = demo_key()
 T = 1_783_965_852

@@ -2,12 +2,12 @@
 
     .venv/bin/python bench/cost.py [--events 300] [--subscriptions 2] [--copies 0]
 
-Runs the whole bridge (`jobhooks.local.dev_stack`: RabbitMQ, the shovel, moto with template.yaml's
-resources, the ingest and deliver handlers under the SQS event-source poller) and publishes N
-signed events for one tenant with S subscriptions. botocore `before-call`/`after-call` hooks on
-boto3's default session (the handlers' and the pollers' clients) and on the shovel's client
-count every AWS request by service and operation, with its request and response sizes. From
-that it derives, per event:
+Runs the whole bridge (`jobhooks_tools.local.dev_stack`: RabbitMQ, the shovel, moto with
+template.yaml's resources, the ingest and deliver handlers under the SQS event-source poller) and
+publishes N signed events for one tenant with S subscriptions. botocore `before-call`/`after-call`
+hooks on boto3's default session (the handlers' and the pollers' clients) and on the shovel's client
+count every AWS request by service and operation, with its request and response sizes. From that it
+derives, per event:
 
 - SQS requests in billed 64 KiB units (shovel sends, event-source receives and deletes, the
   delivery tasks ingest sends); empty receives are idle polling, reported apart;
@@ -39,13 +39,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import boto3
-from jobhooks.local.demo_receiver import DemoReceiver
-from jobhooks.local.dev_stack import DevStack, DevStackSettings, Invocation
-from jobhooks.local.moto_server import LOCAL_REGION
-from jobhooks.local.template import load_template
-from jobhooks.publisher import Copy, SamplePublisher, sample_traffic
-from jobhooks.sample_events import demo_key
 from jobhooks.webhook_signature import webhook_id_for
+from jobhooks_tools.local.demo_receiver import DemoReceiver
+from jobhooks_tools.local.dev_stack import DevStack, DevStackSettings, Invocation
+from jobhooks_tools.local.moto_server import LOCAL_REGION
+from jobhooks_tools.local.template import load_template
+from jobhooks_tools.publisher import Copy, SamplePublisher, sample_traffic
+from jobhooks_tools.sample_events import demo_key
 
 TENANT: Final = "acme"
 MILLION: Final = 1_000_000

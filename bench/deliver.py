@@ -24,8 +24,8 @@ import boto3
 from jobhooks.delivery.attempt_log import AttemptLog
 from jobhooks.delivery.deliver import Deliverer, make_webhook_client
 from jobhooks.delivery_task import delivery_task_for
-from jobhooks.local.moto_server import MotoServer, local_aws_environment
 from jobhooks.subscriptions.store import SubscriptionStore
+from jobhooks_tools.local.moto_server import MotoServer, local_aws_environment
 
 DELIVERIES = "bench-deliveries"
 SUBSCRIPTIONS = "bench-subscriptions"

@@ -3,7 +3,7 @@
     .venv/bin/python bench/e2e.py [--events 200] [--subscriptions 1] [--paced-rate 4]
 
 RabbitMQ -> shovel -> SQS (moto) -> ingest -> SQS -> deliver -> a loopback receiver, all of
-`jobhooks.local.dev_stack` as `jobhooks dev` runs it. Two runs of N signed events: a burst (as
+`jobhooks_tools.local.dev_stack` as `jobhooks dev` runs it. Two runs of N signed events: a burst (as
 fast as the broker confirms them: throughput, and the latency of a backlog) and a paced one at
 --paced-rate events per second, below capacity (the latency of one event through an idle
 bridge). Each event's latency runs from just before its publish to the moment the receiver has
@@ -28,12 +28,12 @@ from collections import Counter
 from typing import Any, Final
 
 import boto3
-from jobhooks.local.demo_receiver import DemoReceiver
-from jobhooks.local.dev_stack import DevStack, DevStackSettings
-from jobhooks.local.moto_server import LOCAL_REGION
-from jobhooks.publisher import SamplePublisher, sample_traffic
-from jobhooks.sample_events import demo_key
 from jobhooks.webhook_signature import webhook_id_for
+from jobhooks_tools.local.demo_receiver import DemoReceiver
+from jobhooks_tools.local.dev_stack import DevStack, DevStackSettings
+from jobhooks_tools.local.moto_server import LOCAL_REGION
+from jobhooks_tools.publisher import SamplePublisher, sample_traffic
+from jobhooks_tools.sample_events import demo_key
 
 TENANT: Final = "acme"
 RAW_BODY_BYTES: Final = 2_000  # about one forwarded 1 KiB event (base64 + headers)

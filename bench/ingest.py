@@ -33,14 +33,14 @@ from typing import Any
 
 import boto3
 from jobhooks.delivery_task import delivery_task_for
+from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
+from jobhooks.inbound.outcome import webhook_payload
 from jobhooks.ingest import ingest_service
-from jobhooks.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.local.event_source import LambdaContext
-from jobhooks.local.moto_server import MotoServer, local_aws_environment
-from jobhooks.local.template import LocalResources, provision
-from jobhooks.outcome import webhook_payload
-from jobhooks.sample_events import demo_key, make_job_event
 from jobhooks.subscriptions.store import SubscriptionStore
+from jobhooks_tools.local.event_source import LambdaContext
+from jobhooks_tools.local.moto_server import MotoServer, local_aws_environment
+from jobhooks_tools.local.template import LocalResources, provision
+from jobhooks_tools.sample_events import demo_key, make_job_event
 
 APP = Path(__file__).resolve().parents[1] / "functions" / "ingest" / "app.py"
 BATCH = 10

@@ -39,17 +39,22 @@ from typing import Any
 
 import boto3
 import pika
-from jobhooks.local.moto_server import LOCAL_REGION, MotoServer, free_port, local_aws_environment
-from jobhooks.local.rabbitmq import (
+from jobhooks_tools.local.moto_server import (
+    LOCAL_REGION,
+    MotoServer,
+    free_port,
+    local_aws_environment,
+)
+from jobhooks_tools.local.rabbitmq import (
     OutgoingMessage,
     RabbitMQBroker,
     publish_confirmed,
     start_private_rabbitmq,
 )
-from jobhooks.sample_events import demo_key, make_job_event
-from jobhooks.shovel.forwarding import Delivery, SqsEntry, build_sqs_entry
+from jobhooks_tools.sample_events import demo_key, make_job_event
+from jobhooks_tools.shovel.forwarding import Delivery, SqsEntry, build_sqs_entry
 
-QUEUE = "jobhooks.shovel.bench"
+QUEUE = "jobhooks_tools.shovel.bench"
 
 
 def sample_messages(count: int) -> list[OutgoingMessage]:
@@ -157,7 +162,7 @@ class ShovelUnderTest:
         self.args = [
             sys.executable,
             "-m",
-            "jobhooks.cli.main",
+            "jobhooks_tools.cli.main",
             "shovel",
             "--amqp-url",
             broker.url,

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from jobhooks.sample_events import (
+from jobhooks_tools.sample_events import (
     SampleEvent,
     completed_body,
     demo_key,

@@ -70,5 +70,15 @@ if [ "$build" = 1 ]; then
         echo "check-template: the built layer has no python/jobhooks package" >&2
         exit 1
     fi
+    # ... and nothing else: the tools (tools/jobhooks_tools) never ship in it
+    # (tests/infra/test_layer_contents.py checks that every module it holds is one a function
+    # imports).
+    extra=$(cd "$build_dir/CoreLayer/python" && find . -name '*.py' -path './jobhooks*' \
+        | sed 's|^\./||' | sort | comm -23 - <(cd "$root/layers/jobhooks" && find jobhooks -name '*.py' | sort))
+    if [ -n "$extra" ] || [ -d "$build_dir/CoreLayer/python/jobhooks_tools" ]; then
+        echo "check-template: the built layer holds modules that are not in layers/jobhooks:" \
+            "$extra" >&2
+        exit 1
+    fi
 fi
 echo "check-template: OK"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs Debian's rabbitmq-server when it is missing, without starting a system-wide broker:
 # the tests, the benchmarks and `jobhooks dev` start a private node of it on spare ports
-# (layers/jobhooks/jobhooks/local/rabbitmq.py) and need nothing else running.
+# (tools/jobhooks_tools/local/rabbitmq.py) and need nothing else running.
 set -eu
 
 if [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || command -v rabbitmq-server >/dev/null 2>&1; then

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "layers" / "jobhooks"))
 
 
 def render() -> str:
-    from jobhooks.local.api_server import load_api_module
+    from jobhooks_tools.local.api_server import load_api_module
 
     document = json.loads(load_api_module(ROOT / "template.yaml").openapi_json())
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

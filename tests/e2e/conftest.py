@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jobhooks.local.demo_receiver import DemoReceiver
-from jobhooks.local.dev_stack import DevStack, DevStackSettings
-from jobhooks.local.rabbitmq import RabbitMQBroker
+from jobhooks_tools.local.demo_receiver import DemoReceiver
+from jobhooks_tools.local.dev_stack import DevStack, DevStackSettings
+from jobhooks_tools.local.rabbitmq import RabbitMQBroker
 
 from tests.e2e.harness import Bridge
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobhooks.local.demo_receiver import DemoReceiver, ReceivedWebhook
-from jobhooks.local.dev_stack import DevStack
-from jobhooks.publisher import SamplePublication, SamplePublisher
 from jobhooks.webhook_signature import webhook_id_for
+from jobhooks_tools.local.demo_receiver import DemoReceiver, ReceivedWebhook
+from jobhooks_tools.local.dev_stack import DevStack
+from jobhooks_tools.publisher import SamplePublication, SamplePublisher
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "schema" / "outcome.v1.json"
 

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 
 import pytest
-from jobhooks.publisher import sample_traffic
-from jobhooks.sample_events import demo_key
+from jobhooks_tools.publisher import sample_traffic
+from jobhooks_tools.sample_events import demo_key
 
 from tests.e2e.conftest import RETRY_SCHEDULE
 from tests.e2e.harness import Bridge, Subscription, expected_deliveries, unique_tenant
@@ -59,7 +59,7 @@ def jobhooks(bridge: Bridge, *arguments: str) -> str:
         "JOBHOOKS_API_AUTH": "none",
     }
     completed = subprocess.run(
-        [sys.executable, "-m", "jobhooks.cli.main", *arguments],
+        [sys.executable, "-m", "jobhooks_tools.cli.main", *arguments],
         env=environment,
         capture_output=True,
         text=True,

@@ -18,7 +18,7 @@ import time
 import uuid
 
 import pytest
-from jobhooks.local.rabbitmq import RabbitMQBroker
+from jobhooks_tools.local.rabbitmq import RabbitMQBroker
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
@@ -28,7 +28,7 @@ class DevCommand:
         self.lines: list[str] = []
         self._changed = threading.Condition()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "jobhooks.cli.main", "dev", *arguments],
+            [sys.executable, "-m", "jobhooks_tools.cli.main", "dev", *arguments],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

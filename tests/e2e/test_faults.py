@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 
 import pytest
-from jobhooks.publisher import Copy, sample_traffic
-from jobhooks.sample_events import demo_key
+from jobhooks_tools.publisher import Copy, sample_traffic
+from jobhooks_tools.sample_events import demo_key
 
 from tests.e2e.harness import Bridge, Subscription, expected_deliveries, unique_tenant
 

@@ -14,16 +14,16 @@ from collections import Counter
 
 import jsonschema
 import pytest
-from jobhooks.envelope import ForwardedMessage
-from jobhooks.publisher import Copy, Tampering, sample_traffic
-from jobhooks.sample_events import demo_key
+from jobhooks.inbound.envelope import ForwardedMessage
 from jobhooks.webhook_signature import webhook_id_for
+from jobhooks_tools.publisher import Copy, Tampering, sample_traffic
+from jobhooks_tools.sample_events import demo_key
 
 from tests.e2e.harness import SCHEMA_PATH, Bridge, expected_deliveries, unique_tenant
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
-# The tenant a tampered copy is re-addressed to (jobhooks.publisher's forgery).
+# The tenant a tampered copy is re-addressed to (jobhooks_tools.publisher's forgery).
 FORGED_TENANT = "mallory"
 
 

@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 
 import pika
 import pytest
-from jobhooks.envelope import ForwardedMessage
-from jobhooks.job_events import VerificationPolicy, read_job_event
-from jobhooks.local.rabbitmq import RabbitMQBroker, free_port
-from jobhooks.rejection import RejectedMessageError
-from jobhooks.sample_events import demo_key
+from jobhooks.inbound.envelope import ForwardedMessage
+from jobhooks.inbound.job_events import VerificationPolicy, read_job_event
+from jobhooks.inbound.rejection import RejectedMessageError
+from jobhooks_tools.local.rabbitmq import RabbitMQBroker, free_port
+from jobhooks_tools.sample_events import demo_key
 
 pytestmark = [pytest.mark.rabbitmq]
 
@@ -24,7 +24,7 @@ EXCHANGE = "fetcher.job.events"
 
 def publish_sample(*arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "jobhooks.cli.main", "publish-sample", *arguments],
+        [sys.executable, "-m", "jobhooks_tools.cli.main", "publish-sample", *arguments],
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,4 +1,5 @@
-"""jobhooks.local.template builds, on moto's server, exactly the queues and tables of template.yaml.
+"""jobhooks_tools.local.template builds, on moto's server, exactly the queues and tables of
+template.yaml.
 
 The expectations are read from template.yaml with cfn-lint's own parser (not with the module
 under test), so a template change and a provisioning bug cannot cancel out.
@@ -14,8 +15,8 @@ import boto3
 import pytest
 from cfnlint.decode import cfn_yaml
 from jobhooks.ingest import IngestSettings
-from jobhooks.local.moto_server import MotoServer
-from jobhooks.local.template import (
+from jobhooks_tools.local.moto_server import MotoServer
+from jobhooks_tools.local.template import (
     LocalResources,
     LocalTemplateError,
     load_template,

@@ -18,7 +18,7 @@ from typing import Any
 
 from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.analytics.window import QueryWindow
-from jobhooks.local.analytics.files import LocalFileSink
+from jobhooks_tools.local.analytics.files import LocalFileSink
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 FETCHER = QueryWindow(datetime(2026, 7, 13, tzinfo=UTC), datetime(2026, 7, 16, tzinfo=UTC))

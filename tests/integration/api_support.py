@@ -1,7 +1,7 @@
 """What the management API and CLI tests share.
 
 - `InProcessApi` calls the API function's handler in this process with API Gateway events, as
-  `jobhooks.local.api_server` does, and reads the answer back.
+  `jobhooks_tools.local.api_server` does, and reads the answer back.
 - `use_context` builds a `ManagementContext` over the `stack` fixture's moto resources with an
   injected DNS resolver and clock, and hands it to the API through the Event Handler's
   `dependency_overrides` (no patching).
@@ -28,10 +28,10 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlencode
 
-from jobhooks.local.api_server import api_gateway_event, load_api_module, normalize_answer
-from jobhooks.local.event_source import LambdaContext
 from jobhooks.management.context import ManagementContext, build_management_context
 from jobhooks.management.settings import ManagementSettings
+from jobhooks_tools.local.api_server import api_gateway_event, load_api_module, normalize_answer
+from jobhooks_tools.local.event_source import LambdaContext
 
 ROOT = Path(__file__).resolve().parents[2]
 # A public address (TEST-NET ranges would be refused): names resolve here, and nothing in the
@@ -277,7 +277,7 @@ class Bridge:
         return self._drain(self.delivery_queue_url, self.deliver_handler, "deliver")
 
     def _drain(self, queue_url: str, handler: Any, name: str) -> Any:
-        from jobhooks.local.event_source import SqsEventSource
+        from jobhooks_tools.local.event_source import SqsEventSource
 
         source = SqsEventSource(
             queue_url, handler, sqs_client=self.sqs, function_name=f"jobhooks-test-{name}"
@@ -300,7 +300,7 @@ class CliRun:
 
 def run_cli(capsys: Any, *argv: str) -> CliRun:
     """`jobhooks ARGV...` in this process; argparse's usage errors exit 2 as they would."""
-    from jobhooks.cli.main import main
+    from jobhooks_tools.cli.main import main
 
     capsys.readouterr()
     try:
@@ -313,9 +313,9 @@ def run_cli(capsys: Any, *argv: str) -> CliRun:
 
 @contextlib.contextmanager
 def local_api(monkeypatch: Any, **context: Any) -> Iterator[Any]:
-    """The API served by `jobhooks.local.api_server` from a test context; the CLI pointed at it
-    the way `jobhooks dev` tells users to (JOBHOOKS_API_URL, JOBHOOKS_API_AUTH=none)."""
-    from jobhooks.local.api_server import serve_api
+    """The API served by `jobhooks_tools.local.api_server` from a test context; the CLI pointed at
+    it the way `jobhooks dev` tells users to (JOBHOOKS_API_URL, JOBHOOKS_API_AUTH=none)."""
+    from jobhooks_tools.local.api_server import serve_api
 
     module = load_api_module()
     # EMF blobs go to stdout at each invocation; the CLI's own output is what tests read.

@@ -28,9 +28,9 @@ from jobhooks.delivery.attempt_log import AttemptLog, DeliveryRecord
 from jobhooks.delivery.deliver import Deliverer, make_webhook_client
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule
 from jobhooks.delivery_task import DeliveryTask, delivery_task_for
-from jobhooks.local.event_source import BatchStats, SqsEventSource
-from jobhooks.local.template import LocalResources
 from jobhooks.subscriptions.store import IssuedSecret, SubscriptionStore
+from jobhooks_tools.local.event_source import BatchStats, SqsEventSource
+from jobhooks_tools.local.template import LocalResources
 
 # Jitter factor 1 + 0.2 * (2 * 0.75 - 1) = 1.1: every delay is the schedule's, plus 10 %.
 JITTER_DRAW = 0.75

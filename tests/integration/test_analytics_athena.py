@@ -24,7 +24,7 @@ from jobhooks.analytics.questions import MARKER, ROW_LIMIT, Engine, get_question
 from jobhooks.analytics.results import PendingQuery, QueryResult, RowsResult
 from jobhooks.analytics.settings import AnalyticsQuerySettings
 from jobhooks.analytics.window import QueryWindow
-from jobhooks.local.moto_server import MotoServer
+from jobhooks_tools.local.moto_server import MotoServer
 
 WORKGROUP = "jobhooks-analytics"
 DATABASE = "jobhooks_analytics"

@@ -26,8 +26,8 @@ from jobhooks.analytics.questions import ROW_LIMIT, Engine, questions, rows_quer
 from jobhooks.analytics.results import NO_OUTCOMES_NOTE
 from jobhooks.analytics.settings import AnalyticsQuerySettings
 from jobhooks.analytics.window import QueryWindow
-from jobhooks.local.analytics.duckdb_engine import DuckDBEngine
-from jobhooks.local.analytics.files import LocalFileSink, row_files
+from jobhooks_tools.local.analytics.duckdb_engine import DuckDBEngine
+from jobhooks_tools.local.analytics.files import LocalFileSink, row_files
 
 from tests.integration.analytics_fixture import (
     EMPTY,

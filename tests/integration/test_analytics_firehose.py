@@ -33,10 +33,10 @@ from jobhooks.analytics.pseudonymize import PSEUDONYM_PREFIX
 from jobhooks.analytics.recorder import build_analytics_recorder
 from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.analytics.settings import AnalyticsSinkSettings
-from jobhooks.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.local.moto_server import MotoServer
-from jobhooks.outcome import Outcome, to_outcome
-from jobhooks.sample_events import demo_key, make_job_event
+from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
+from jobhooks.inbound.outcome import Outcome, to_outcome
+from jobhooks_tools.local.moto_server import MotoServer
+from jobhooks_tools.sample_events import demo_key, make_job_event
 
 from tests.integration.analytics_fixture import ROWS, row
 

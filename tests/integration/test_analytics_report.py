@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from jobhooks.analytics.results import QueryResult
-from jobhooks.local.analytics.duckdb_engine import DuckDBEngine
-from jobhooks.local.analytics.report import REPORT_QUESTION, render_report
+from jobhooks_tools.local.analytics.duckdb_engine import DuckDBEngine
+from jobhooks_tools.local.analytics.report import REPORT_QUESTION, render_report
 
 from tests.integration.analytics_fixture import EMPTY, EXPECTED, FETCHER, write_fixture
 

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from jobhooks.local.template import LocalResources
 from jobhooks.management.context import ManagementContext
+from jobhooks_tools.local.template import LocalResources
 
 from tests.integration.api_support import InProcessApi, use_context
 

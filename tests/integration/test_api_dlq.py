@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import boto3
 import pytest
 from botocore.stub import Stubber
-from jobhooks.local.template import LocalResources
 from jobhooks.management.settings import RedriveMethod, effective_redrive_method
-from jobhooks.sample_events import demo_key, make_job_event
+from jobhooks_tools.local.template import LocalResources
+from jobhooks_tools.sample_events import demo_key, make_job_event
 
 from tests.integration.api_support import InProcessApi, use_context
 

@@ -1,7 +1,7 @@
 """The OpenAPI document: generated from the code, committed current, and true to the API.
 
 The property-based run (schemathesis) sends generated requests for every operation of the
-committed document to the local API server (`jobhooks.local.api_server`) in front of the real
+committed document to the local API server (`jobhooks_tools.local.api_server`) in front of the real
 handler and moto's server, and holds every answer to the document: no 5xx, only documented
 status codes, bodies that match their schemas. A second run sends every operation raw bodies no
 generator writes (invalid UTF-8, deep nesting, other media types, numbers JSON parsers choke on)
@@ -22,8 +22,8 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from jobhooks.delivery.http_client import PostError, PostResult
-from jobhooks.local.api_server import ApiServer, load_api_handler, serve_api
-from jobhooks.local.template import LocalResources
+from jobhooks_tools.local.api_server import ApiServer, load_api_handler, serve_api
+from jobhooks_tools.local.template import LocalResources
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,

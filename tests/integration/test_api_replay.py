@@ -13,9 +13,9 @@ from typing import Any
 
 import boto3
 import pytest
-from jobhooks.keys import key_from_hex
-from jobhooks.local.template import LocalResources
-from jobhooks.sample_events import SOURCE, demo_key, make_job_event
+from jobhooks.inbound.keys import key_from_hex
+from jobhooks_tools.local.template import LocalResources
+from jobhooks_tools.sample_events import SOURCE, demo_key, make_job_event
 from standardwebhooks.webhooks import Webhook
 
 from tests.integration.api_support import Bridge, InProcessApi, Receiver, use_context

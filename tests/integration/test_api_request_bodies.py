@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from jobhooks.local.api_server import api_gateway_event, normalize_answer
-from jobhooks.local.template import LocalResources
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.request_body import MAX_JSON_DEPTH
+from jobhooks_tools.local.api_server import api_gateway_event, normalize_answer
+from jobhooks_tools.local.template import LocalResources
 
 from tests.integration.api_support import (
     InProcessApi,

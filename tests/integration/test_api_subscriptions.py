@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 from types import ModuleType
 
 import pytest
-from jobhooks.local.template import LocalResources
 from jobhooks.management.context import ManagementContext
 from jobhooks.subscriptions.model import to_stored_precision
+from jobhooks_tools.local.template import LocalResources
 
 from tests.integration.api_support import (
     PUBLIC_ADDRESS,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from jobhooks.local.template import LocalResources
+from jobhooks_tools.local.template import LocalResources
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from tests.integration.api_support import FakeClock, InProcessApi, Receiver, use_context

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from jobhooks.local.api_server import ApiServer, load_api_module
-from jobhooks.local.template import LocalResources
-from jobhooks.sample_events import demo_key, make_job_event
+from jobhooks_tools.local.api_server import ApiServer, load_api_module
+from jobhooks_tools.local.template import LocalResources
+from jobhooks_tools.sample_events import demo_key, make_job_event
 from standardwebhooks.webhooks import Webhook
 
 from tests.integration.api_support import Bridge, Receiver, local_api, run_cli

@@ -1,5 +1,5 @@
 """`jobhooks webhooks`: the CLI against the local API server, in front of the real handler and
-moto's server (`stack`): CLI -> jobhooks.local.api_server -> functions/api/app.py."""
+moto's server (`stack`): CLI -> jobhooks_tools.local.api_server -> functions/api/app.py."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from jobhooks.cli.main import build_parser
-from jobhooks.local.api_server import ApiServer, load_api_module
-from jobhooks.local.template import LocalResources
+from jobhooks_tools.cli.main import build_parser
+from jobhooks_tools.local.api_server import ApiServer, load_api_module
+from jobhooks_tools.local.template import LocalResources
 from standardwebhooks.webhooks import Webhook
 
 from tests.integration.api_support import Receiver, local_api, run_cli

@@ -17,8 +17,8 @@ from jobhooks.delivery.deliver import DeliveryMessage, DeliveryResult, send_webh
 from jobhooks.delivery.parking import ParkingSummary, ParkReason
 from jobhooks.delivery.retry_schedule import MAX_RETRY_DELAY_SECONDS
 from jobhooks.delivery_task import DeliveryTask
-from jobhooks.local.template import LocalResources
 from jobhooks.subscriptions import SubscriptionNotFoundError, SubscriptionStatus
+from jobhooks_tools.local.template import LocalResources
 from standardwebhooks.webhooks import Webhook
 
 from tests.integration.deliver_harness import (

@@ -17,7 +17,7 @@ from jobhooks.delivery.attempt_log import (
     InvalidDeliveryPageSizeError,
 )
 from jobhooks.delivery_task import DeliveryTask, delivery_task_for
-from jobhooks.local.template import LocalResources
+from jobhooks_tools.local.template import LocalResources
 
 from tests.integration.deliver_harness import (
     DeliveryBench,

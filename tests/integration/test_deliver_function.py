@@ -20,9 +20,9 @@ from aws_lambda_powertools import Metrics
 from jobhooks.delivery.attempt_log import DeliveryAttempt
 from jobhooks.delivery.deliver import DeliveryOutcome, DeliveryResult, FailureClass
 from jobhooks.delivery.metrics import PowertoolsDeliveryMetrics
-from jobhooks.local.event_source import SqsEventSource
-from jobhooks.local.template import LocalResources
 from jobhooks.settings import ConfigurationError
+from jobhooks_tools.local.event_source import SqsEventSource
+from jobhooks_tools.local.template import LocalResources
 
 from tests.integration.deliver_harness import DeliveryBench, Reply, delivery_bench
 

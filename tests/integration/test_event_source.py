@@ -26,14 +26,14 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import SqsModel
 from botocore.config import Config
-from jobhooks.local.event_source import (
+from jobhooks_tools.local.event_source import (
     BatchStats,
     LambdaContext,
     SqsEventSource,
     SqsUnavailableError,
     failed_item_ids,
 )
-from jobhooks.local.moto_server import MotoServer, free_port
+from jobhooks_tools.local.moto_server import MotoServer, free_port
 
 Event = dict[str, Any]
 

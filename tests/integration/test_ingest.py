@@ -28,23 +28,23 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
+from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
+from jobhooks.inbound.keys import HmacKey
+from jobhooks.inbound.outcome import webhook_payload
+from jobhooks.inbound.rejection import Reason
 from jobhooks.ingest import ClaimStore, IngestSettings, ingest_service
 from jobhooks.ingest.claims import Duplicate, TakeOver
 from jobhooks.ingest.fetcher_keys import DEFAULT_REFRESH_INTERVAL_SECONDS
-from jobhooks.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.keys import HmacKey
-from jobhooks.local.event_source import BatchStats, SqsEventSource
-from jobhooks.local.moto_server import MotoServer, local_aws_environment
-from jobhooks.local.template import LocalResources, load_template, provision
 from jobhooks.management.context import get_management_context
 from jobhooks.management.dlq import redrive_dlq
 from jobhooks.management.models import DeadLetterQueue, RedriveRequest
 from jobhooks.management.settings import ManagementSettings, RedriveMethod
-from jobhooks.outcome import webhook_payload
-from jobhooks.rejection import Reason
-from jobhooks.sample_events import SOURCE, SampleEvent, demo_key, make_job_event, re_emit
 from jobhooks.subscriptions import Subscription
 from jobhooks.subscriptions.store import SubscriptionStore
+from jobhooks_tools.local.event_source import BatchStats, SqsEventSource
+from jobhooks_tools.local.moto_server import MotoServer, local_aws_environment
+from jobhooks_tools.local.template import LocalResources, load_template, provision
+from jobhooks_tools.sample_events import SOURCE, SampleEvent, demo_key, make_job_event, re_emit
 
 APP = Path(__file__).resolve().parents[2] / "functions" / "ingest" / "app.py"
 NEW_KEY = HmacKey(bytes.fromhex("11" * 32))

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
+from jobhooks.inbound.rejection import Reason
 from jobhooks.ingest import (
     ClaimState,
     EventInProgressError,
@@ -26,10 +27,9 @@ from jobhooks.ingest import (
     QuarantineStore,
     build_ingest_service,
 )
-from jobhooks.local.moto_server import MotoServer
-from jobhooks.local.template import LocalResources
-from jobhooks.rejection import Reason
-from jobhooks.sample_events import demo_key, make_job_event, re_emit
+from jobhooks_tools.local.moto_server import MotoServer
+from jobhooks_tools.local.template import LocalResources
+from jobhooks_tools.sample_events import demo_key, make_job_event, re_emit
 
 from tests.integration.test_ingest import (
     NEW_KEY,

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from jobhooks.local.api_server import ApiServer, serve_api
-from jobhooks.local.template import LocalResources
+from jobhooks_tools.local.api_server import ApiServer, serve_api
+from jobhooks_tools.local.template import LocalResources
 
 from tests.integration.api_support import local_api, run_cli
 

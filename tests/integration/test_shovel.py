@@ -16,13 +16,13 @@ from typing import Any
 
 import boto3
 import pytest
-from jobhooks.envelope import SQS_MAX_MESSAGE_BYTES, ForwardedMessage
-from jobhooks.local.moto_server import MotoServer
-from jobhooks.local.rabbitmq import RabbitMQBroker
-from jobhooks.local.tcp_proxy import TcpProxy
-from jobhooks.rejection import RejectedMessageError
-from jobhooks.shovel.amqp_fields import install_amqp_field_codec
-from jobhooks.shovel.parking import (
+from jobhooks.inbound.envelope import SQS_MAX_MESSAGE_BYTES, ForwardedMessage
+from jobhooks.inbound.rejection import RejectedMessageError
+from jobhooks_tools.local.moto_server import MotoServer
+from jobhooks_tools.local.rabbitmq import RabbitMQBroker
+from jobhooks_tools.local.tcp_proxy import TcpProxy
+from jobhooks_tools.shovel.amqp_fields import install_amqp_field_codec
+from jobhooks_tools.shovel.parking import (
     DETAIL_HEADER,
     ORIGINAL_EXCHANGE_HEADER,
     ORIGINAL_ROUTING_KEY_HEADER,

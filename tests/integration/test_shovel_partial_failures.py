@@ -15,8 +15,8 @@ from typing import Any
 
 import boto3
 import pytest
-from jobhooks.local.rabbitmq import RabbitMQBroker
-from jobhooks.shovel import Shovel, load_settings
+from jobhooks_tools.local.rabbitmq import RabbitMQBroker
+from jobhooks_tools.shovel import Shovel, load_settings
 
 from tests.fixtures.rabbitmq import (
     AmqpNames,

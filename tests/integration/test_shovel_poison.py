@@ -25,14 +25,14 @@ import boto3
 import pika
 import pika.data
 import pytest
-from jobhooks.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.local.moto_server import MotoServer
-from jobhooks.local.rabbitmq import RabbitMQBroker
-from jobhooks.local.tcp_proxy import TcpProxy
-from jobhooks.sample_events import demo_key, make_job_event
-from jobhooks.shovel import Shovel, load_settings
-from jobhooks.shovel.amqp_fields import install_amqp_field_codec
-from jobhooks.shovel.parking import DETAIL_HEADER, REASON_HEADER
+from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
+from jobhooks_tools.local.moto_server import MotoServer
+from jobhooks_tools.local.rabbitmq import RabbitMQBroker
+from jobhooks_tools.local.tcp_proxy import TcpProxy
+from jobhooks_tools.sample_events import demo_key, make_job_event
+from jobhooks_tools.shovel import Shovel, load_settings
+from jobhooks_tools.shovel.amqp_fields import install_amqp_field_codec
+from jobhooks_tools.shovel.parking import DETAIL_HEADER, REASON_HEADER
 
 from tests.fixtures.rabbitmq import (
     AmqpNames,

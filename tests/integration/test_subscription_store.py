@@ -10,7 +10,6 @@ from typing import Any
 
 import boto3
 import pytest
-from jobhooks.local.moto_server import MotoServer
 from jobhooks.subscriptions import (
     EventType,
     InvalidCursorError,
@@ -28,6 +27,7 @@ from jobhooks.subscriptions import (
 )
 from jobhooks.subscriptions.store import IssuedSecret, SubscriptionStore
 from jobhooks.webhook_signature import webhook_headers
+from jobhooks_tools.local.moto_server import MotoServer
 from standardwebhooks.webhooks import Webhook
 
 TABLE = "jobhooks-test-subscriptions"

@@ -31,10 +31,10 @@ from jobhooks.analytics.pseudonymize import (
     pseudonym,
 )
 from jobhooks.analytics.row import AnalyticsRow, row_from_outcome
-from jobhooks.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.outcome import Outcome, to_outcome
-from jobhooks.sample_events import demo_key, failed_body, make_job_event
-from jobhooks.sanitize import ERROR_CATEGORIES
+from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
+from jobhooks.inbound.outcome import Outcome, to_outcome
+from jobhooks.inbound.sanitize import ERROR_CATEGORIES
+from jobhooks_tools.sample_events import demo_key, failed_body, make_job_event
 
 EVENTS = Path(__file__).parents[2] / "events"
 SEED = Path("/work/shared/seeds/background-job-completed-contract.es.txt")

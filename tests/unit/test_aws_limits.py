@@ -15,16 +15,16 @@ import boto3
 import botocore.session
 import pytest
 from botocore.stub import Stubber
-from jobhooks.local import aws_limits
-from jobhooks.local.aws_limits import AwsLimitViolation, check_request
-from jobhooks.local.aws_limits.dynamodb import (
+from jobhooks_tools.local import aws_limits
+from jobhooks_tools.local.aws_limits import AwsLimitViolation, check_request
+from jobhooks_tools.local.aws_limits.dynamodb import (
     MAX_ITEM_BYTES,
     KeySchemas,
     attribute_value_bytes,
     item_bytes,
 )
-from jobhooks.local.aws_limits.dynamodb_reserved_words import RESERVED_WORDS
-from jobhooks.local.aws_limits.sqs import MAX_MESSAGE_BYTES, message_bytes
+from jobhooks_tools.local.aws_limits.dynamodb_reserved_words import RESERVED_WORDS
+from jobhooks_tools.local.aws_limits.sqs import MAX_MESSAGE_BYTES, message_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/jobhooks-delivery"
@@ -635,10 +635,10 @@ def test_architecture_doc_lists_every_rule() -> None:
 def test_a_refused_request_is_a_console_line_of_jobhooks_dev() -> None:
     import logging
 
-    from jobhooks.local.activity import describe
+    from jobhooks_tools.local.activity import describe
 
     record = logging.LogRecord(
-        "jobhooks.local.aws_limits.guard",
+        "jobhooks_tools.local.aws_limits.guard",
         logging.ERROR,
         __file__,
         1,

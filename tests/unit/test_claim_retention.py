@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from jobhooks.freshness import DEFAULT_FUTURE_SKEW_SECONDS, check_freshness
+from jobhooks.inbound.freshness import DEFAULT_FUTURE_SKEW_SECONDS, check_freshness
+from jobhooks.inbound.rejection import RejectedMessageError
 from jobhooks.ingest.claim_retention import claim_expires_at, claim_retention_seconds
-from jobhooks.rejection import RejectedMessageError
 
 DAY = 86_400
 R = 7 * DAY  # DedupRetentionDays' default

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from jobhooks.cli.main import main
+from jobhooks_tools.cli.main import main
 
 EVENTS = Path(__file__).parents[2] / "events"
 DEMO_HEX = "f4ab532dc6dcf763bf8139e75e9bef6d8af5c329ce3e03ba05fd39ff729f6ffa"
@@ -117,7 +117,7 @@ def test_bad_usage_exits_2_with_one_line(
 
 
 def test_keys_derive_from_flag_and_stdin() -> None:
-    command = [sys.executable, "-m", "jobhooks.cli.main", "keys", "derive"]
+    command = [sys.executable, "-m", "jobhooks_tools.cli.main", "keys", "derive"]
     by_flag = subprocess.run(
         [*command, "--app-enc-key", DEMO_APP_ENC_KEY], capture_output=True, text=True
     )

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from jobhooks.envelope import (
+from jobhooks.inbound.envelope import (
     FORMAT,
     MAX_HEADER_NESTING,
     ForwardedMessage,
@@ -15,7 +15,7 @@ from jobhooks.envelope import (
     OutOfRangeTimestamp,
     properties_from_amqp,
 )
-from jobhooks.rejection import Reason, RejectedMessageError
+from jobhooks.inbound.rejection import Reason, RejectedMessageError
 
 MESSAGE = ForwardedMessage(
     exchange="fetcher.job.events",

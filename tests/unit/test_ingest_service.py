@@ -14,7 +14,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from jobhooks.delivery_task import DeliveryTask
-from jobhooks.event import JobEvent
+from jobhooks.inbound.event import JobEvent
+from jobhooks.inbound.job_events import VerificationPolicy
+from jobhooks.inbound.keys import HmacKey
+from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks.ingest import (
     ClaimInProgressError,
     ClaimLostError,
@@ -28,11 +31,8 @@ from jobhooks.ingest.claims import Claim, ClaimState, Duplicate, EventPage, Even
 from jobhooks.ingest.fetcher_keys import StaticKeys
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.quarantine import quarantine_id_for
-from jobhooks.job_events import VerificationPolicy
-from jobhooks.keys import HmacKey
-from jobhooks.rejection import Reason, RejectedMessageError
-from jobhooks.sample_events import SampleEvent, demo_key, make_job_event
 from jobhooks.subscriptions import EventType, Subscription
+from jobhooks_tools.sample_events import SampleEvent, demo_key, make_job_event
 
 NOW = datetime(2026, 7, 13, 18, 4, 12, tzinfo=UTC)
 T = int(NOW.timestamp()) - 1

@@ -6,13 +6,17 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from jobhooks.envelope import ForwardedMessage, NonUtf8String, OutOfRangeTimestamp
-from jobhooks.event import MAX_JOB_ID_CHARS
-from jobhooks.job_events import VerificationPolicy, read_forwarded_message, read_job_event
-from jobhooks.keys import HmacKey, key_from_hex
-from jobhooks.rejection import Reason, RejectedMessageError
-from jobhooks.sample_events import SampleEvent, completed_body, demo_key, make_job_event
-from jobhooks.verification import header_text
+from jobhooks.inbound.envelope import (
+    ForwardedMessage,
+    NonUtf8String,
+    OutOfRangeTimestamp,
+    header_text,
+)
+from jobhooks.inbound.event import MAX_JOB_ID_CHARS
+from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message, read_job_event
+from jobhooks.inbound.keys import HmacKey, key_from_hex
+from jobhooks.inbound.rejection import Reason, RejectedMessageError
+from jobhooks_tools.sample_events import SampleEvent, completed_body, demo_key, make_job_event
 
 KEY = demo_key()
 PREVIOUS = key_from_hex("11" * 32)

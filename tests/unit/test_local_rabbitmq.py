@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from jobhooks.local import rabbitmq
-from jobhooks.local.rabbitmq import (
+from jobhooks_tools.local import rabbitmq
+from jobhooks_tools.local.rabbitmq import (
     INSTALL_COMMAND,
     RabbitMQBroker,
     RabbitMQError,

@@ -9,10 +9,10 @@ from typing import Any
 
 import jsonschema
 import pytest
-from jobhooks.job_events import VerificationPolicy, read_job_event
-from jobhooks.outcome import webhook_body, webhook_payload
-from jobhooks.sample_events import SOURCE, SampleEvent, demo_key, failed_body, make_job_event
-from jobhooks.sanitize import categorize_error, sanitize_error_message
+from jobhooks.inbound.job_events import VerificationPolicy, read_job_event
+from jobhooks.inbound.outcome import webhook_body, webhook_payload
+from jobhooks.inbound.sanitize import categorize_error, sanitize_error_message
+from jobhooks_tools.sample_events import SOURCE, SampleEvent, demo_key, failed_body, make_job_event
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs/schema/outcome.v1.json").read_text())
 KEY = demo_key()
@@ -141,7 +141,7 @@ def test_queue_name_is_an_allowlisted_ce_source_or_the_exchange() -> None:
 
 
 def test_zero_execution_time_is_a_measured_zero() -> None:
-    from jobhooks.sample_events import completed_body
+    from jobhooks_tools.sample_events import completed_body
 
     data = body_for(body=completed_body(JOB, execution_ms=0))["data"]
     assert data["duration_ms"] == 0 and "duration_ms" not in data["unmeasured"]

@@ -10,16 +10,16 @@ from pathlib import Path
 import jsonschema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from jobhooks.envelope import (
+from jobhooks.inbound.envelope import (
     LAST_DATETIME_SECOND,
     ForwardedMessage,
     NonUtf8String,
     OutOfRangeTimestamp,
 )
-from jobhooks.job_events import VerificationPolicy, read_forwarded_message, read_job_event
-from jobhooks.outcome import webhook_body
-from jobhooks.rejection import Reason, RejectedMessageError
-from jobhooks.sample_events import (
+from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message, read_job_event
+from jobhooks.inbound.outcome import webhook_body
+from jobhooks.inbound.rejection import Reason, RejectedMessageError
+from jobhooks_tools.sample_events import (
     SampleEvent,
     completed_body,
     demo_key,

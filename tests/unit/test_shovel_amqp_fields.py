@@ -11,8 +11,8 @@ import pika.data
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from jobhooks.envelope import MAX_HEADER_NESTING, NonUtf8String, OutOfRangeTimestamp
-from jobhooks.shovel.amqp_fields import (
+from jobhooks.inbound.envelope import MAX_HEADER_NESTING, NonUtf8String, OutOfRangeTimestamp
+from jobhooks_tools.shovel.amqp_fields import (
     FieldTableError,
     UnreadFieldValue,
     decode_table,

@@ -13,14 +13,14 @@ import pika
 import pika.exceptions
 import pika.spec
 import pytest
-from jobhooks.envelope import NonUtf8String
-from jobhooks.shovel.consumer import VhostConsumer
-from jobhooks.shovel.forwarding import Delivery
-from jobhooks.shovel.metrics import ShovelMetrics
-from jobhooks.shovel.outbox import Outbox
-from jobhooks.shovel.parking import REASON_HEADER
-from jobhooks.shovel.redeliveries import RedeliveryCounter
-from jobhooks.shovel.settings import load_settings
+from jobhooks.inbound.envelope import NonUtf8String
+from jobhooks_tools.shovel.consumer import VhostConsumer
+from jobhooks_tools.shovel.forwarding import Delivery
+from jobhooks_tools.shovel.metrics import ShovelMetrics
+from jobhooks_tools.shovel.outbox import Outbox
+from jobhooks_tools.shovel.parking import REASON_HEADER
+from jobhooks_tools.shovel.redeliveries import RedeliveryCounter
+from jobhooks_tools.shovel.settings import load_settings
 
 SETTINGS = load_settings(
     {

@@ -7,10 +7,10 @@ from typing import Any
 
 import pika
 import pika.data
-from jobhooks.envelope import ForwardedMessage
-from jobhooks.local.aws_limits import check_request
-from jobhooks.shovel.amqp_fields import install_amqp_field_codec
-from jobhooks.shovel.forwarding import Delivery, build_sqs_entry, sqs_size
+from jobhooks.inbound.envelope import ForwardedMessage
+from jobhooks_tools.local.aws_limits import check_request
+from jobhooks_tools.shovel.amqp_fields import install_amqp_field_codec
+from jobhooks_tools.shovel.forwarding import Delivery, build_sqs_entry, sqs_size
 
 
 def delivery(headers: dict[str, Any], body: bytes = b'{"jobId":"j1"}') -> Delivery:

@@ -7,8 +7,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from jobhooks.shovel.health import PROMETHEUS_CONTENT_TYPE, HealthServer
-from jobhooks.shovel.metrics import ShovelMetrics
+from jobhooks_tools.shovel.health import PROMETHEUS_CONTENT_TYPE, HealthServer
+from jobhooks_tools.shovel.metrics import ShovelMetrics
 
 
 def test_healthz_answers_503_with_the_reason_when_unhealthy() -> None:

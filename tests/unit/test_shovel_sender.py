@@ -13,11 +13,11 @@ from typing import Any
 import pika
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
-from jobhooks.shovel.forwarding import Delivery, SqsEntry
-from jobhooks.shovel.metrics import ShovelMetrics
-from jobhooks.shovel.outbox import Outbox, PendingDelivery
-from jobhooks.shovel.settings import load_settings
-from jobhooks.shovel.sqs_sender import MAX_SENDER_FAULTS, SqsSender, SqsStatus
+from jobhooks_tools.shovel.forwarding import Delivery, SqsEntry
+from jobhooks_tools.shovel.metrics import ShovelMetrics
+from jobhooks_tools.shovel.outbox import Outbox, PendingDelivery
+from jobhooks_tools.shovel.settings import load_settings
+from jobhooks_tools.shovel.sqs_sender import MAX_SENDER_FAULTS, SqsSender, SqsStatus
 
 SETTINGS = load_settings(
     {
@@ -218,7 +218,7 @@ def test_a_batch_holds_at_most_ten_entries_and_one_mebibyte(
 
 
 def test_properties_of_a_parked_message_keep_the_original_and_add_the_reason() -> None:
-    from jobhooks.shovel.parking import REASON_HEADER, parked_properties
+    from jobhooks_tools.shovel.parking import REASON_HEADER, parked_properties
 
     original = Delivery(
         "/",
@@ -247,7 +247,7 @@ class RecordingChannel:
 
 
 def consumer_holding(tags: list[int]) -> tuple[Any, RecordingChannel, dict[int, PendingDelivery]]:
-    from jobhooks.shovel.consumer import VhostConsumer
+    from jobhooks_tools.shovel.consumer import VhostConsumer
 
     outbox = Outbox(10, 1_048_576)
     consumer = VhostConsumer("/", SETTINGS, outbox, ShovelMetrics(), lambda _reason: None)

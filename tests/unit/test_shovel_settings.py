@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from jobhooks.cli.main import main
-from jobhooks.shovel import QueueType, ShovelSettingsError, load_settings
-from jobhooks.shovel.topology import queue_arguments
+from jobhooks_tools.cli.main import main
+from jobhooks_tools.shovel import QueueType, ShovelSettingsError, load_settings
+from jobhooks_tools.shovel.topology import queue_arguments
 
 AMQP_URL = "amqp://shovel:s3cret@rabbit.internal:5672/%2F"
 QUEUE_URL = "https://sqs.eu-west-1.amazonaws.com/123456789012/jobhooks-ingest"

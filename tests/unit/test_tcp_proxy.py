@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from jobhooks.local.tcp_proxy import TcpProxy
+from jobhooks_tools.local.tcp_proxy import TcpProxy
 
 
 class Echo(socketserver.BaseRequestHandler):

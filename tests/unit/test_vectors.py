@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jobhooks.keys import HmacKey, derive_external_key, derive_key
-from jobhooks.rejection import Reason, RejectedMessageError
-from jobhooks.signed_bytes import bound_job_id, canonical_signed_bytes, legacy_signed_bytes
-from jobhooks.verification import verify_signature
+from jobhooks.inbound.keys import HmacKey, derive_external_key, derive_key
+from jobhooks.inbound.rejection import Reason, RejectedMessageError
+from jobhooks.inbound.signed_bytes import bound_job_id, canonical_signed_bytes, legacy_signed_bytes
+from jobhooks.inbound.verification import verify_signature
 
 VECTORS: list[dict[str, Any]] = json.loads(
     (Path(__file__).parents[1] / "vectors" / "fetcher-job-events.json").read_text()

@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from jobhooks.cross_checks import parse_source_list
-from jobhooks.job_events import VerificationPolicy
-from jobhooks.keys import HmacKey, KeyConfigurationError, parse_key_list
+from jobhooks.inbound.cross_checks import parse_source_list
+from jobhooks.inbound.job_events import VerificationPolicy
+from jobhooks.inbound.keys import HmacKey, KeyConfigurationError, parse_key_list
 
 PREFIX = "JOBHOOKS_"
 SettingsT = TypeVar("SettingsT", bound="Settings")

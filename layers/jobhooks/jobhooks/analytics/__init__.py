@@ -9,7 +9,7 @@ Reads in the order a row flows (docs/analytics.md):
 - `sink` (the port), `firehose` (Amazon Data Firehose), `recorder`: outcomes in, rows written;
 - `questions` and `sql/`: the reviewed questions, `window`: the time window they answer over,
   `results`: what an engine answers, `athena`: the engine on AWS (DuckDB's is in
-  `jobhooks.local.analytics`).
+  `jobhooks_tools.local.analytics`).
 
 Importing this package imports neither boto3 nor anything heavy: the ingest function's cold
 start pays only for what it uses.

@@ -21,7 +21,7 @@ def build_query_engine(settings: AnalyticsQuerySettings, *, session: Any = None)
         )
     if settings.analytics_dir:
         # `jobhooks dev` only: DuckDB is never part of what Lambda functions load.
-        from jobhooks.local.analytics.duckdb_engine import DuckDBEngine
+        from jobhooks_tools.local.analytics.duckdb_engine import DuckDBEngine
 
         return DuckDBEngine(settings.analytics_dir)
     raise AnalyticsNotConfiguredError()

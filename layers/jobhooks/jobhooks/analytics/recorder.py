@@ -21,7 +21,7 @@ from jobhooks.analytics.pseudonymize import (
 from jobhooks.analytics.row import AnalyticsRow, row_from_outcome
 from jobhooks.analytics.settings import AnalyticsSinkSettings
 from jobhooks.analytics.sink import AnalyticsSink
-from jobhooks.outcome import Outcome
+from jobhooks.inbound.outcome import Outcome
 
 
 class AnalyticsRecorder:
@@ -48,7 +48,7 @@ def build_analytics_recorder(
         sink = build_firehose_sink(settings.analytics_stream, session=session)
     elif settings.analytics_dir:
         # `jobhooks dev` only: the local package is not part of what Lambda functions load.
-        from jobhooks.local.analytics.files import LocalFileSink
+        from jobhooks_tools.local.analytics.files import LocalFileSink
 
         sink = LocalFileSink(settings.analytics_dir)
     else:

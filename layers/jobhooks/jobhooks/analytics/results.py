@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from jobhooks.analytics.questions import Question
 from jobhooks.analytics.window import QueryWindow
-from jobhooks.outcome import format_timestamp
+from jobhooks.inbound.outcome import format_timestamp
 
 NO_OUTCOMES_NOTE = "No outcome in this window."
 
@@ -88,7 +88,8 @@ Listing = RowsResult | PendingQuery
 
 
 class QueryEngine(Protocol):
-    """DuckDB (`jobhooks.local.analytics.duckdb_engine`) and Athena (`jobhooks.analytics.athena`).
+    """DuckDB (`jobhooks_tools.local.analytics.duckdb_engine`) and Athena
+    (`jobhooks.analytics.athena`).
 
     `wait_seconds` bounds how long a call waits for the engine (the API must answer within API
     Gateway's 30 s): an engine that is not done by then returns a `PendingQuery` to `poll`.

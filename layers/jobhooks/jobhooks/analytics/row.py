@@ -20,8 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from jobhooks.analytics.pseudonymize import PSEUDONYMIZED_COLUMNS, Pseudonymizer
-from jobhooks.outcome import Outcome, format_timestamp
-from jobhooks.sanitize import ERROR_CATEGORIES
+from jobhooks.inbound.outcome import Outcome, format_timestamp
+from jobhooks.inbound.sanitize import ERROR_CATEGORIES
 
 
 class AnalyticsRow(BaseModel):

@@ -1,7 +1,7 @@
 """The port every analytics sink implements: `put_rows`.
 
 Adapters: `jobhooks.analytics.firehose.FirehoseSink` (AWS) and
-`jobhooks.local.analytics.files.LocalFileSink` (`jobhooks dev`). Tests may pass a fake.
+`jobhooks_tools.local.analytics.files.LocalFileSink` (`jobhooks dev`). Tests may pass a fake.
 """
 
 from __future__ import annotations

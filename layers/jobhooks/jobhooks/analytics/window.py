@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Final
 
 from jobhooks.analytics.exceptions import InvalidWindowError
-from jobhooks.outcome import format_timestamp
+from jobhooks.inbound.outcome import format_timestamp
 
 DEFAULT_DAYS: Final = 7
 # Longer than any retention the template allows: a window beyond it only scans more.

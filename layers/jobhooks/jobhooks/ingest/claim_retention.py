@@ -1,6 +1,6 @@
 """How long the claim on a `ce-id` is kept: until no copy of the event can still be accepted.
 
-The freshness rule (`jobhooks.freshness`) accepts a copy while its receipt, SQS's
+The freshness rule (`jobhooks.inbound.freshness`) accepts a copy while its receipt, SQS's
 `SentTimestamp`, is at most the dedup retention R after its signed `t`. A copy is then processed
 at the latest when the ingest queue's retention Q ends after that receipt: SQS deletes it then.
 Passing through the ingest DLQ does not extend this. A message moved to the DLQ keeps its

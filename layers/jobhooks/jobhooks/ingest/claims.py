@@ -32,7 +32,8 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from jobhooks.clock import utc_now
-from jobhooks.event import JobEvent
+from jobhooks.inbound.event import JobEvent
+from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.ingest.claim_retention import claim_expires_at
 from jobhooks.ingest.exceptions import (
     AwsServiceError,
@@ -44,7 +45,6 @@ from jobhooks.ingest.exceptions import (
     InvalidPageSizeError,
     is_condition_failure,
 )
-from jobhooks.outcome import format_timestamp
 
 UNMATCHED_INDEX: Final = "unmatched"
 DEFAULT_PAGE_SIZE: Final = 50

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from jobhooks.inbound.keys import HmacKey, KeyConfigurationError, parse_key_list
 from jobhooks.ingest.exceptions import FetcherKeysUnavailableError
-from jobhooks.keys import HmacKey, KeyConfigurationError, parse_key_list
 
 DEFAULT_REFRESH_INTERVAL_SECONDS = 10.0
 

@@ -10,11 +10,11 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from jobhooks.delivery_task import DeliveryTask
-from jobhooks.event import JobEvent
+from jobhooks.inbound.event import JobEvent
+from jobhooks.inbound.rejection import RejectedMessageError
 from jobhooks.ingest.claims import Claim, Duplicate, EventPage, EventRecord
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.quarantine import QuarantinedMessage
-from jobhooks.rejection import RejectedMessageError
 from jobhooks.subscriptions.model import Subscription
 
 

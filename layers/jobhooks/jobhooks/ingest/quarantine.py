@@ -22,7 +22,9 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from jobhooks.clock import utc_now
-from jobhooks.envelope import ForwardedMessage
+from jobhooks.inbound.envelope import ForwardedMessage, header_text
+from jobhooks.inbound.outcome import format_timestamp
+from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks.ingest.exceptions import (
     AwsServiceError,
     InvalidCursorError,
@@ -32,9 +34,6 @@ from jobhooks.ingest.exceptions import (
     is_condition_failure,
 )
 from jobhooks.ingest.inbound import InboundMessage
-from jobhooks.outcome import format_timestamp
-from jobhooks.rejection import Reason, RejectedMessageError
-from jobhooks.verification import header_text
 
 BY_REASON_INDEX: Final = "by_reason"
 DEFAULT_PAGE_SIZE: Final = 50

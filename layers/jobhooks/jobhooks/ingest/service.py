@@ -2,8 +2,8 @@
 
 `IngestService.ingest_record` reads in the order an event flows:
 
-1. verify and read the message (`jobhooks.job_events`); a rejection is quarantined, counted and
-   acknowledged;
+1. verify and read the message (`jobhooks.inbound.job_events`); a rejection is quarantined,
+   counted and acknowledged;
 2. claim its `ce-id` with a lease (`claims`); a duplicate of a done event is acknowledged with no
    side effect, one still in progress elsewhere is retried later;
 3. build the webhook payload once, match the tenant's subscriptions, enqueue one delivery task
@@ -27,7 +27,11 @@ from enum import StrEnum
 from typing import Any, Final
 
 from jobhooks.clock import utc_now
-from jobhooks.event import JobEvent
+from jobhooks.inbound.event import JobEvent
+from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
+from jobhooks.inbound.keys import parse_key_list
+from jobhooks.inbound.outcome import webhook_payload
+from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks.ingest.busy_records import BusyRecords
 from jobhooks.ingest.claims import (
     DEFAULT_PAGE_SIZE,
@@ -50,10 +54,6 @@ from jobhooks.ingest.ports import DeliveryTasks, EventClaims, Quarantine, Subscr
 from jobhooks.ingest.quarantine import QuarantineStore
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.telemetry import IngestTelemetry
-from jobhooks.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.keys import parse_key_list
-from jobhooks.outcome import webhook_payload
-from jobhooks.rejection import Reason, RejectedMessageError
 
 DEFAULT_MAX_LEASE_MS: Final = 120_000
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from jobhooks.delivery.attempt_log import DeliveryAttempt, DeliveryRecord
 from jobhooks.delivery.parking import enqueue_delivery, replay_task
 from jobhooks.delivery_task import delivery_task_for
+from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.ingest.exceptions import EventNotFoundError
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.exceptions import EventPayloadUnavailableError, InvalidDeliveryFilterError
@@ -27,7 +28,6 @@ from jobhooks.management.models import (
     DeliverySummary,
     ReplayedDelivery,
 )
-from jobhooks.outcome import format_timestamp
 from jobhooks.subscriptions.store import MAX_PAGE_SIZE as MAX_SUBSCRIPTIONS_PAGE
 
 

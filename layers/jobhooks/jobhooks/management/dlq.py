@@ -30,6 +30,7 @@ from botocore.exceptions import ClientError
 
 from jobhooks.delivery.parking import ParkingSummary
 from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError
+from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.ingest.quarantine import claimed_event_id
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.exceptions import RedriveUnavailableError
@@ -42,7 +43,6 @@ from jobhooks.management.models import (
     RedriveResult,
 )
 from jobhooks.management.settings import RedriveMethod
-from jobhooks.outcome import format_timestamp
 
 SQS_BATCH: Final = 10
 # Long enough to send a batch back before SQS would hand the same messages to someone else.

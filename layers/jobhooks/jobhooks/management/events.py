@@ -8,6 +8,7 @@ carry `replay: true`, so a subscription that already received the event receives
 from __future__ import annotations
 
 from jobhooks.delivery_task import delivery_id_for
+from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.ingest.exceptions import EventNotFoundError
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.models import (
@@ -16,7 +17,6 @@ from jobhooks.management.models import (
     UnmatchedEvent,
     UnmatchedEventPage,
 )
-from jobhooks.outcome import format_timestamp
 from jobhooks.webhook_signature import webhook_id_for
 
 

@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel
 
 from jobhooks import __version__
+from jobhooks.inbound.rejection import Reason
 from jobhooks.management.models import (
     CURSOR_MAX_LENGTH,
     DEFAULT_PAGE_SIZE,
@@ -31,7 +32,6 @@ from jobhooks.management.models import (
     RotateSecretRequest,
     UpdateSubscriptionRequest,
 )
-from jobhooks.rejection import Reason
 from jobhooks.subscriptions.model import MAX_TENANT_ID_LENGTH
 
 TITLE: Final = "jobhooks management API"

@@ -9,6 +9,7 @@ the signature above all, still applies.
 
 from __future__ import annotations
 
+from jobhooks.inbound.rejection import Reason
 from jobhooks.ingest.quarantine import QuarantinedMessage
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.models import (
@@ -18,7 +19,6 @@ from jobhooks.management.models import (
     QuarantineReplayRequest,
     QuarantineReplayResult,
 )
-from jobhooks.rejection import Reason
 
 
 def list_quarantine(

@@ -17,6 +17,7 @@ from typing import Any
 
 from jobhooks import __version__
 from jobhooks.delivery.deliver import send_webhook_now
+from jobhooks.inbound.outcome import FetcherContext, Outcome, WebhookBody, format_timestamp
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.models import (
     TEST_EVENT_TYPE,
@@ -29,7 +30,6 @@ from jobhooks.management.models import (
     TestSendResult,
     UpdateSubscriptionRequest,
 )
-from jobhooks.outcome import FetcherContext, Outcome, WebhookBody, format_timestamp
 from jobhooks.subscriptions.model import Subscription
 from jobhooks.subscriptions.store import IssuedSecret
 

@@ -1,0 +1,346 @@
+"""The forwarded message: one AMQP delivery carried losslessly in one SQS body.
+
+This module owns `contracts/forwarded-message.md`. The shovel builds a `ForwardedMessage` from
+each delivery and serializes it; the ingest function parses it back. The two are deployed
+separately, so the reader accepts exactly `jobhooks.amqp/1` and rejects everything else with
+`malformed_envelope` instead of guessing.
+
+Header values keep their AMQP type through Python types: `str` (AMQP long string), `bytes`
+(byte array), `int`, `float`, `bool`, `None` (void), `Decimal`, `datetime` (timestamp, UTC),
+`list` (array) and `dict` (nested table, insertion-ordered). Two AMQP values have no standard
+Python type, and any publisher can send them: `OutOfRangeTimestamp` (a timestamp past
+datetime's year 9999, kept as its seconds) and `NonUtf8String` (a long string whose octets are
+not UTF-8, kept as those octets). Tables and arrays nest at most `MAX_HEADER_NESTING` deep.
+
+The body is strict JSON: a non-finite float header (which the contract's "JSON number" cannot
+express) is written as the string `nan`, `inf` or `-inf` with type `float`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from jobhooks.inbound.rejection import Reason, RejectedMessageError
+
+FORMAT = "jobhooks.amqp/1"
+# Non-finite floats, as `repr` writes them and `float()` reads them.
+_NON_FINITE = ("nan", "inf", "-inf")
+
+# SQS accepts at most 1 MiB per message (body plus attributes).
+SQS_MAX_MESSAGE_BYTES = 1_048_576
+
+# How deep tables and arrays may nest inside one header value (a table holding a list is 2).
+# Fetcher's deepest header is 2; the cap keeps every reader and writer of a hostile header far
+# below Python's recursion limit (1000 frames, about 2 per level), in the shovel and in ingest.
+MAX_HEADER_NESTING = 32
+
+# An AMQP timestamp is an unsigned 64-bit count of seconds; datetime ends with year 9999.
+LAST_DATETIME_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z
+MAX_AMQP_TIMESTAMP = 2**64 - 1
+
+
+class OutOfRangeTimestamp(int):
+    """An AMQP timestamp datetime cannot hold (year 10000 or later, up to 2^64 - 1 seconds),
+    kept as its integer seconds since the epoch. The contract writes it like any timestamp,
+    `["timestamp", seconds]`; readers get this type back for seconds past year 9999."""
+
+    __slots__ = ()
+
+    def __new__(cls, seconds: int) -> OutOfRangeTimestamp:
+        if not LAST_DATETIME_SECOND < seconds <= MAX_AMQP_TIMESTAMP:
+            raise ValueError(
+                f"{seconds} is not an AMQP timestamp past year 9999 "
+                f"({LAST_DATETIME_SECOND + 1} to {MAX_AMQP_TIMESTAMP}); use a datetime"
+            )
+        return super().__new__(cls, seconds)
+
+    def __repr__(self) -> str:
+        return f"OutOfRangeTimestamp({int(self)})"
+
+
+class NonUtf8String(bytes):
+    """An AMQP long string (`S`) whose octets are not valid UTF-8, kept as those octets.
+
+    It stays a string, distinct from a byte array (`bytes`): the contract writes it as
+    `["str_base64", "<base64 of the octets>"]` and the shovel re-publishes it as `S`. It is
+    never text (`verification.header_text` returns None for it)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"NonUtf8String({bytes(self)!r})"
+
+
+HeaderValue = (
+    str
+    | bytes
+    | bool
+    | int
+    | float
+    | None
+    | Decimal
+    | datetime
+    | list["HeaderValue"]
+    | dict[str, "HeaderValue"]
+)
+Headers = dict[str, HeaderValue]
+
+# AMQP basic properties carried in `properties` (snake_case, only those that were set).
+PROPERTY_NAMES = (
+    "content_type",
+    "content_encoding",
+    "delivery_mode",
+    "priority",
+    "correlation_id",
+    "reply_to",
+    "expiration",
+    "message_id",
+    "timestamp",
+    "type",
+    "user_id",
+    "app_id",
+    "cluster_id",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardedMessage:
+    exchange: str
+    routing_key: str
+    body: bytes
+    headers: Headers = field(default_factory=dict)
+    vhost: str = "/"
+    redelivered: bool = False
+    properties: dict[str, Any] = field(default_factory=dict)
+    received_at: str = ""
+
+    def to_json(self) -> str:
+        document = {
+            "format": FORMAT,
+            "exchange": self.exchange,
+            "routing_key": self.routing_key,
+            "vhost": self.vhost,
+            "redelivered": self.redelivered,
+            "received_at": self.received_at or _now_rfc3339(),
+            "properties": self.properties,
+            "headers": _encode_table(self.headers),
+            "body": base64.b64encode(self.body).decode("ascii"),
+        }
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ForwardedMessage:
+        try:
+            document = json.loads(text)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            # RecursionError: JSON nested past the parser's depth limit, never ours.
+            raise _malformed(f"the SQS body is not JSON ({exc.__class__.__name__})") from None
+        if not isinstance(document, dict):
+            raise _malformed("the SQS body is JSON but not an object")
+        if document.get("format") != FORMAT:
+            raise _malformed(f"format must be exactly {FORMAT!r}, got {document.get('format')!r}")
+        exchange = _required(document, "exchange", str)
+        routing_key = _required(document, "routing_key", str)
+        vhost = _required(document, "vhost", str)
+        redelivered = _required(document, "redelivered", bool)
+        raw_headers = _required(document, "headers", list)
+        raw_body = _required(document, "body", str)
+        properties = document.get("properties", {})
+        if not isinstance(properties, dict):
+            raise _malformed("properties must be an object")
+        received_at = document.get("received_at", "")
+        if not isinstance(received_at, str):
+            raise _malformed("received_at must be a string")
+        return cls(
+            exchange=exchange,
+            routing_key=routing_key,
+            vhost=vhost,
+            redelivered=redelivered,
+            received_at=received_at,
+            properties=properties,
+            headers=_decode_table(raw_headers, "headers", 0),
+            body=_b64decode(raw_body, "body"),
+        )
+
+
+def properties_from_amqp(props: Any) -> dict[str, Any]:
+    """The AMQP basic properties that were set, JSON-ready (timestamps as Unix seconds)."""
+    out: dict[str, Any] = {}
+    for name in PROPERTY_NAMES:
+        value = getattr(props, name, None)
+        if value is None:
+            continue
+        if isinstance(value, datetime):
+            value = int(value.replace(tzinfo=value.tzinfo or UTC).timestamp())
+        out[name] = value
+    return out
+
+
+def header_text(value: HeaderValue) -> str | None:
+    """A header as text: AMQP strings as they are, byte arrays as UTF-8, anything else None
+    (a long string that is not UTF-8 included: it has no text)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, NonUtf8String):
+        return None
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return None
+
+
+def _now_rfc3339() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _malformed(detail: str) -> RejectedMessageError:
+    return RejectedMessageError(Reason.MALFORMED_ENVELOPE, detail)
+
+
+def _required(document: dict[str, Any], name: str, kind: type) -> Any:
+    if name not in document:
+        raise _malformed(f"required field {name!r} is missing")
+    value = document[name]
+    # bool is a subclass of int: only an exact type match is the declared type.
+    if type(value) is not kind:
+        raise _malformed(f"field {name!r} must be {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _b64decode(text: str, where: str) -> bytes:
+    try:
+        # strict_mode: only the standard alphabet with correct padding, like validate=True.
+        return binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
+    except (binascii.Error, UnicodeEncodeError):
+        raise _malformed(f"{where} is not standard base64") from None
+
+
+# --- typed values -------------------------------------------------------------------------
+
+
+def _encode_table(table: dict[str, HeaderValue], depth: int = 0) -> list[list[Any]]:
+    """A table as the contract's `[name, type, value]` list; `depth` is the table's own."""
+    entries = []
+    for name, value in table.items():
+        try:
+            entries.append([name, *_encode_value(value, depth + 1)])
+        except (TypeError, ValueError) as error:
+            if depth:
+                raise
+            # Name the header: the shovel parks the message with this sentence.
+            kind = TypeError if isinstance(error, TypeError) else ValueError
+            raise kind(f"header {name!r}: {error}") from None
+    return entries
+
+
+def _encode_value(value: HeaderValue, depth: int) -> list[Any]:
+    """A Python AMQP value as its contract `[type, value]` pair."""
+    if isinstance(value, str):
+        return ["str", value]
+    if isinstance(value, NonUtf8String):
+        return ["str_base64", base64.b64encode(value).decode("ascii")]
+    if isinstance(value, bytes | bytearray):
+        return ["bytes", base64.b64encode(bytes(value)).decode("ascii")]
+    if isinstance(value, bool):
+        return ["bool", value]
+    if isinstance(value, int):
+        # An OutOfRangeTimestamp is an int too: it travels as the timestamp it is.
+        return ["timestamp" if isinstance(value, OutOfRangeTimestamp) else "int", int(value)]
+    if isinstance(value, float):
+        # JSON has no NaN or infinities; they travel as the strings Python's float() reads back.
+        return ["float", value if math.isfinite(value) else repr(value)]
+    if value is None:
+        return ["null", None]
+    if isinstance(value, Decimal):
+        return ["decimal", str(value)]
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return ["timestamp", int(aware.timestamp())]
+    if isinstance(value, list | dict) and depth > MAX_HEADER_NESTING:
+        raise ValueError(f"tables and arrays nest deeper than {MAX_HEADER_NESTING} levels")
+    if isinstance(value, list):
+        return ["list", [_encode_value(item, depth + 1) for item in value]]
+    if isinstance(value, dict):
+        return ["table", _encode_table(value, depth)]
+    raise TypeError(f"the contract cannot carry {_describe(value)}")
+
+
+def _describe(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _decode_table(entries: Any, where: str, depth: int) -> dict[str, HeaderValue]:
+    """The contract's `[name, type, value]` list as a table; `depth` is the table's own."""
+    if not isinstance(entries, list):
+        raise _malformed(f"{where} must be a list of [name, type, value]")
+    table: dict[str, HeaderValue] = {}
+    for index, entry in enumerate(entries):
+        if not (type(entry) is list and len(entry) == 3 and type(entry[0]) is str):
+            raise _malformed(f"{where}[{index}] must be [name, type, value]")
+        name, kind, raw = entry
+        # Every Fetcher header is a byte array or a string: those take the short path, and the
+        # location for an error message is only formatted when there is an error.
+        if kind == "str" and type(raw) is str:
+            table[name] = raw
+        elif kind == "bytes" and type(raw) is str:
+            try:
+                table[name] = binascii.a2b_base64(raw.encode("ascii"), strict_mode=True)
+            except (binascii.Error, UnicodeEncodeError):
+                raise _malformed(f"{where}[{name!r}] is not standard base64") from None
+        else:
+            table[name] = _decode_value(kind, raw, f"{where}[{name!r}]", depth + 1)
+    return table
+
+
+def _decode_value(kind: Any, raw: Any, where: str, depth: int) -> HeaderValue:
+    if kind in ("list", "table") and depth > MAX_HEADER_NESTING:
+        raise _malformed(f"{where} nests tables and arrays deeper than {MAX_HEADER_NESTING}")
+    match kind:
+        case "str" if isinstance(raw, str):
+            return raw
+        case "str_base64" if isinstance(raw, str):
+            return NonUtf8String(_b64decode(raw, where))
+        case "bytes" if isinstance(raw, str):
+            return _b64decode(raw, where)
+        case "int" if type(raw) is int:
+            return raw
+        case "float" if type(raw) in (float, int):
+            return float(raw)
+        case "float" if raw in _NON_FINITE:
+            return float(raw)
+        case "bool" if type(raw) is bool:
+            return raw
+        case "null" if raw is None:
+            return None
+        case "decimal" if isinstance(raw, str):
+            try:
+                return Decimal(raw)
+            except InvalidOperation:
+                raise _malformed(f"{where} is not a decimal string") from None
+        case "timestamp" if type(raw) is int:
+            if LAST_DATETIME_SECOND < raw <= MAX_AMQP_TIMESTAMP:
+                return OutOfRangeTimestamp(raw)
+            try:
+                return datetime.fromtimestamp(raw, UTC)
+            except (OverflowError, OSError, ValueError):
+                raise _malformed(f"{where} is out of the timestamp range") from None
+        case "list" if isinstance(raw, list):
+            items: list[HeaderValue] = []
+            for index, item in enumerate(raw):
+                if not (isinstance(item, list) and len(item) == 2):
+                    raise _malformed(f"{where}[{index}] must be [type, value]")
+                items.append(_decode_value(item[0], item[1], f"{where}[{index}]", depth + 1))
+            return items
+        case "table":
+            return _decode_table(raw, where, depth)
+    raise _malformed(f"{where} has type {kind!r} with a value that does not match it")

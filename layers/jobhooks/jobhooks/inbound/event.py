@@ -1,0 +1,191 @@
+"""The Fetcher job event as one model, whatever shape it arrived in.
+
+The producer puts camelCase on the wire (`jobId`, `executionTimeMs`, `sizeBytes`, …); its
+documentation shows snake_case; v1.4.x producers send no CloudEvents headers and route on
+`job.<status>.<source>`. All three normalize to `JobEvent`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
+from jobhooks.inbound.rejection import Reason, RejectedMessageError
+
+JobStatus = Literal["completed", "failed"]
+STATUSES: tuple[JobStatus, ...] = ("completed", "failed")
+
+# The job id becomes the claim's key (`fetcher.job.<status>.<jobId>`), which DynamoDB caps at
+# 2,048 bytes; Fetcher's are UUIDs. 256 characters stay under the cap in any UTF-8.
+MAX_JOB_ID_CHARS = 256
+
+_CURRENT_ROUTING_KEY = re.compile(r"job\.(completed|failed)")
+# v1.4.x: job.<status>.<source>, source lower-cased [a-z0-9_-], at most 64 characters.
+_LEGACY_ROUTING_KEY = re.compile(r"job\.(completed|failed)\.([a-z0-9_-]{1,64})")
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:\d{2})"
+)
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+
+class ResultIntegrity(_Lenient):
+    algorithm: str | None = None
+    signature: str | None = None
+
+
+class ResultProtection(_Lenient):
+    encrypted: bool | None = None
+    mode: str | None = None
+    applied_by: str | None = Field(None, validation_alias=AliasChoices("appliedBy", "applied_by"))
+
+
+class JobResult(_Lenient):
+    """Where the producer stored the (encrypted) result and how to verify it; passed through."""
+
+    path: str | None = None
+    size_bytes: StrictInt | None = Field(
+        None, validation_alias=AliasChoices("sizeBytes", "size_bytes")
+    )
+    row_count: StrictInt | None = Field(
+        None, validation_alias=AliasChoices("rowCount", "row_count")
+    )
+    format: str | None = None
+    hmac: str | None = None
+    integrity: ResultIntegrity | None = None
+    protection: ResultProtection | None = None
+
+
+class JobBody(_Lenient):
+    """The JSON body, camelCase (wire) or snake_case (documentation)."""
+
+    job_id: str = Field(validation_alias=AliasChoices("jobId", "job_id"))
+    status: JobStatus
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    result: JobResult | None = None
+    execution_time_ms: StrictInt | None = Field(
+        None, validation_alias=AliasChoices("executionTimeMs", "execution_time_ms")
+    )
+    completed_at: str | None = Field(
+        None, validation_alias=AliasChoices("completedAt", "completed_at")
+    )
+
+
+class JobEvent(BaseModel):
+    """One verified, cross-checked terminal job event."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event_id: str
+    tenant_id: str
+    job_id: str
+    status: JobStatus
+    exchange: str
+    routing_key: str
+    vhost: str = "/"
+    source: str | None = None
+    """`ce-source`: the producer's CloudEvents source, as cross_checks.checked_source allows it."""
+    schema_version: str | None = None
+    """`ce-schemaversion` when it is a short version string (unsigned, informational)."""
+    emitted_at: datetime | None = None
+    """`ce-time`: when this copy was emitted (changes on re-emission); None when absent,
+    unreadable or outside the freshness bounds of `signed_at` (cross_checks.py)."""
+    signed_at: datetime
+    """`t`, signed: when the producer's outbox relayed this copy (changes on re-emission)."""
+    received_at: datetime
+    """The receipt clock (SQS `SentTimestamp`)."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    result: JobResult | None = None
+    execution_time_ms: int | None = None
+    completed_at: datetime | None = None
+    error_message: str | None = None
+    legacy: bool = False
+    """A v1.4.x producer: no CloudEvents headers or a `job.<status>.<source>` routing key."""
+    signature_key: str = ""
+    """Fingerprint of the key that verified the signature."""
+    legacy_signature: bool = False
+
+    @property
+    def event_type(self) -> str:
+        return f"job.{self.status}"
+
+
+def routing_status(routing_key: str) -> tuple[JobStatus, bool]:
+    """The status a routing key announces, and whether it is the legacy form."""
+    if match := _CURRENT_ROUTING_KEY.fullmatch(routing_key):
+        return _status(match.group(1)), False
+    if match := _LEGACY_ROUTING_KEY.fullmatch(routing_key):
+        return _status(match.group(1)), True
+    raise RejectedMessageError(
+        Reason.UNSUPPORTED_EVENT,
+        f"routing key {routing_key[:80]!r} is neither job.completed, job.failed nor a legacy "
+        "job.<status>.<source>",
+    )
+
+
+def _status(text: str) -> JobStatus:
+    return "completed" if text == "completed" else "failed"
+
+
+def parse_body(document: dict[str, Any] | None) -> JobBody:
+    """The body (as `parse_json_object` read it) as a `JobBody`, or `malformed_body`."""
+    if document is None:
+        raise RejectedMessageError(Reason.MALFORMED_BODY, "the body is not a JSON object")
+    job_id = document.get("jobId", document.get("job_id"))
+    if not isinstance(job_id, str) or not job_id:
+        raise RejectedMessageError(
+            Reason.MALFORMED_BODY, "the body has no string job id (jobId or job_id)"
+        )
+    if len(job_id) > MAX_JOB_ID_CHARS:
+        raise RejectedMessageError(
+            Reason.MALFORMED_BODY,
+            f"the body's job id is {len(job_id)} characters long; at most {MAX_JOB_ID_CHARS} "
+            "are accepted (Fetcher's are UUIDs)",
+        )
+    if document.get("status") not in STATUSES:
+        raise RejectedMessageError(
+            Reason.MALFORMED_BODY,
+            f"the body's status {str(document.get('status'))[:40]!r} is neither completed nor "
+            "failed",
+        )
+    try:
+        return JobBody.model_validate(document)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise RejectedMessageError(
+            Reason.MALFORMED_BODY, f"the body's field {where!r} is invalid: {first['msg']}"
+        ) from None
+
+
+def parse_rfc3339(text: str | None) -> datetime | None:
+    """An RFC 3339 time with up to nine fractional digits (Go's format), as aware UTC.
+
+    Parsed explicitly rather than with `fromisoformat`, whose acceptance of nine fractional
+    digits and of lower-case `t`/`z` differs across the Python versions we support. Digits
+    beyond microseconds are truncated.
+    """
+    if not text:
+        return None
+    match = _RFC3339.fullmatch(text.strip())
+    if not match:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    micros = int((fraction or "0")[:6].ljust(6, "0"))
+    try:
+        moment = datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second), micros, UTC
+        )
+    except ValueError:
+        return None
+    if zone not in ("Z", "z"):
+        sign = 1 if zone[0] == "+" else -1
+        hours, minutes = int(zone[1:3]), int(zone[4:6])
+        moment -= sign * timedelta(hours=hours, minutes=minutes)
+    return moment
