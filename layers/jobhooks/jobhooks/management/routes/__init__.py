@@ -1,0 +1,13 @@
+"""The management API's routes: one Powertools `Router` per resource, each a module here.
+
+    subscriptions   /v1/subscriptions...: create, list, show, change, delete, rotate, test send
+    deliveries      /v1/deliveries...: attempt history, replay one delivery
+    events          /v1/events...: replay one event, events no subscription wanted
+    quarantine      /v1/quarantine...: rejected messages, replay after fixing the cause
+    dlq             /v1/dlq...: what is parked in the dead-letter queues, redrive
+
+Every module exposes `router`; `functions/api/app.py` includes them in this order (which is the
+order of docs/openapi.json's paths) with `app.include_router(...)`. A route declares its input
+and answers (`jobhooks.management.openapi`) and makes one call into `jobhooks.management`; the
+stores and clients come from the `Context` dependency (`dependencies`).
+"""

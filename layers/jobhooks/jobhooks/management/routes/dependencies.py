@@ -1,0 +1,24 @@
+"""What every route is given: the management context of this configuration.
+
+The settings are read per request (cheaply: the context is cached per configuration), so one
+API module serves `jobhooks dev` and tests that re-provision the stack in the same process.
+Tests hand the API a context of their own through the resolver's `dependency_overrides`, keyed
+by `management_context`; nothing is patched.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.depends import Depends
+
+from jobhooks.management.context import ManagementContext, get_management_context
+from jobhooks.management.settings import ManagementSettings
+
+
+def management_context() -> ManagementContext:
+    """The stores and clients of this configuration."""
+    return get_management_context(ManagementSettings.from_env())
+
+
+Context = Annotated[ManagementContext, Depends(management_context)]
