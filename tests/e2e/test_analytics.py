@@ -158,7 +158,7 @@ def test_the_check_passes_against_the_dev_stack(bridge: Bridge, cli: Callable[..
     steps = run.stdout.splitlines()
     assert len(steps) == 15 and all(line.startswith("ok ") for line in steps), run.stdout
     assert re.search(r" 3/15 the rows arrive: 2 rows after", run.stdout)
-    assert re.search(r"question waiting_jobs: \[\['jobhooks_check_\w+', 2, 0, None", run.stdout)
+    assert re.search(r'question waiting_jobs: \[\["jobhooks_check_\w+", 2, 0, null', run.stdout)
     assert "analytics check passed: 15 steps" in run.stderr
 
 

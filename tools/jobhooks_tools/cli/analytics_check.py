@@ -16,6 +16,7 @@ check covers the sink, the table, the engine (DuckDB or Athena) and the API toge
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import uuid
@@ -234,9 +235,13 @@ def run_analytics_check(args: argparse.Namespace) -> int:
         )
         if answer["rows"] != expected[name]:
             raise checks.failed(
-                title, f"answered {answer['rows']}, the fixture makes it {expected[name]}"
+                title,
+                f"answered {json.dumps(answer['rows'])}, the fixture makes it "
+                f"{json.dumps(expected[name])}",
             )
-        checks.passed(title, f"{answer['rows']} reconciles with the fixture ({answer['engine']})")
+        checks.passed(
+            title, f"{json.dumps(answer['rows'])} reconciles with the fixture ({answer['engine']})"
+        )
     again = _fixture_rows(client, fixture, args)
     if sorted(row["status"] for row in again) != ["failure", "success"]:
         raise checks.failed(
