@@ -194,7 +194,9 @@ class DevStack:
         self._installed_aws_limits = False
         self.data_dir: Path | None = None
         self._owns_data_dir = False
-        self._previous_backend: list[LocalBackend | None] = []
+        # The analytics back end this stack replaced, put back on stop.
+        self._previous_backend: LocalBackend | None = None
+        self._installed_backend = False
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -668,11 +670,13 @@ class DevStack:
             self._owns_data_dir = True
         self.analytics_dir.mkdir(parents=True, exist_ok=True)
         # Before the functions load: ingest and the API find the sink and DuckDB through it.
-        self._previous_backend.append(install_local_backend(self.settings.analytics_backend))
+        self._previous_backend = install_local_backend(self.settings.analytics_backend)
+        self._installed_backend = True
 
     def _close_data_dir(self) -> None:
-        if self._previous_backend:
-            register_local_backend(self._previous_backend.pop())
+        if self._installed_backend:
+            register_local_backend(self._previous_backend)
+            self._installed_backend, self._previous_backend = False, None
         if self._owns_data_dir and self.data_dir is not None:
             shutil.rmtree(self.data_dir, ignore_errors=True)
         self._owns_data_dir = False

@@ -28,28 +28,26 @@ class LocalBackend:
     engine: Callable[[str], QueryEngine]
 
 
-_registered: list[LocalBackend] = []
+_registered: LocalBackend | None = None
 
 
 def register_local_backend(backend: LocalBackend | None) -> LocalBackend | None:
     """Make `backend` the one this process uses (None: none); returns the one it replaces."""
-    previous = _registered[0] if _registered else None
-    _registered.clear()
-    if backend is not None:
-        _registered.append(backend)
+    global _registered
+    previous, _registered = _registered, backend
     return previous
 
 
 def registered_local_backend() -> LocalBackend | None:
-    return _registered[0] if _registered else None
+    return _registered
 
 
 def local_backend() -> LocalBackend:
     """The registered back end; raises `ConfigurationError` in a process that has none."""
-    if not _registered:
+    if _registered is None:
         raise ConfigurationError(
             "JOBHOOKS_ANALYTICS_DIR: the local analytics files are written and read only by "
             "jobhooks dev (the local stack registers them); a deployed function uses "
             "JOBHOOKS_ANALYTICS_STREAM and JOBHOOKS_ANALYTICS_WORKGROUP instead"
         )
-    return _registered[0]
+    return _registered
