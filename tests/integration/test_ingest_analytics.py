@@ -16,8 +16,10 @@ from typing import Any
 import boto3
 import pytest
 from jobhooks.analytics.columns import COLUMN_NAMES, record_problems
+from jobhooks.analytics.exceptions import AnalyticsWriteError
 from jobhooks.inbound.envelope import ForwardedMessage
 from jobhooks.ingest import IngestOutcome, IngestSettings, build_ingest_service
+from jobhooks.management.exceptions import api_error_for
 from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import LocalResources
 from jobhooks_tools.sample_events import demo_key, make_job_event, re_emit
@@ -180,3 +182,26 @@ def test_a_quarantine_replay_writes_the_row_and_a_re_fan_out_does_not(
     assert [row["event_id"] for row in stream.rows()] == [event_id_of(event)]
     management.refan_out(event_id_of(event), replay=True)
     assert len(stream.rows()) == 1
+
+
+def test_a_replay_whose_row_cannot_be_written_stays_quarantined_and_can_be_asked_again(
+    bridge: Bridge, stream: Stream
+) -> None:
+    event = make_job_event(NEW_KEY, tenant_id="acme")
+    bridge.send(event)
+    bridge.run()
+    (kept,) = bridge.quarantined()
+    bridge.put_fetcher_keys(demo_key(), NEW_KEY)
+    # On boto3's default session, where the faults are: as the API function builds it.
+    management = build_ingest_service(IngestSettings.from_env())
+    bridge.faults.fail("PutRecordBatch", code="ServiceUnavailableException")
+
+    with pytest.raises(AnalyticsWriteError) as failed:
+        management.reingest(kept["quarantine_id"])
+
+    # The API answers it as 503 analytics_write_failed: nothing is marked, nothing is held.
+    assert api_error_for(failed.value).status == 503
+    assert bridge.quarantined()[0]["status"] == "quarantined"
+    assert bridge.claim_item(event_id_of(event)) is None
+    assert management.reingest(kept["quarantine_id"]).outcome is IngestOutcome.ACCEPTED
+    assert [row["event_id"] for row in stream.rows()] == [event_id_of(event)]
