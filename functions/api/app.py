@@ -1,4 +1,4 @@
-"""Management API function: subscriptions, deliveries, quarantine and dead-letter queues.
+"""Management API function: subscriptions, deliveries, quarantine, dead-letter queues, analytics.
 
 Wiring only: the resolver, its error handlers, the request-body guard and the handler. The
 routes are Powertools `Router`s, one module per resource in `jobhooks.management.routes`, each
@@ -30,7 +30,14 @@ from jobhooks.management.exceptions import (
 )
 from jobhooks.management.openapi import document_metadata
 from jobhooks.management.request_body import accept_request_body
-from jobhooks.management.routes import deliveries, dlq, events, quarantine, subscriptions
+from jobhooks.management.routes import (
+    analytics,
+    deliveries,
+    dlq,
+    events,
+    quarantine,
+    subscriptions,
+)
 from jobhooks.management.routes.dependencies import management_context
 
 __all__ = ["app", "handler", "management_context", "openapi_json"]
@@ -44,6 +51,7 @@ app.include_router(deliveries.router)
 app.include_router(events.router)
 app.include_router(quarantine.router)
 app.include_router(dlq.router)
+app.include_router(analytics.router)
 
 # -- errors ----------------------------------------------------------------------------------
 

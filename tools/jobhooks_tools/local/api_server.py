@@ -39,6 +39,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from jobhooks.management.exceptions import ApiError
 
+from jobhooks_tools.local.analytics import ensure_local_backend
 from jobhooks_tools.local.event_source import LOCAL_ACCOUNT_ID, LambdaContext
 from jobhooks_tools.local.template import LocalTemplateError, find_template, load_template
 
@@ -271,8 +272,11 @@ def serve_api(
 ) -> ApiServer:
     """Serve the management API on `host:port` (0: a free port) until `.shutdown()`.
 
-    `handler` defaults to the API function of template.yaml, loaded from its CodeUri.
+    `handler` defaults to the API function of template.yaml, loaded from its CodeUri. The
+    analytics routes answer with DuckDB over `JOBHOOKS_ANALYTICS_DIR`: the local back end is
+    registered here unless the process registered one (`jobhooks_tools.local.analytics`).
     """
+    ensure_local_backend()
     return ApiServer(host, port, handler or load_api_handler(), access_log=access_log)
 
 

@@ -5,6 +5,8 @@
     events          /v1/events...: replay one event, events no subscription wanted
     quarantine      /v1/quarantine...: rejected messages, replay after fixing the cause
     dlq             /v1/dlq...: what is parked in the dead-letter queues, redrive
+    analytics       /v1/analytics...: the analytics table's reviewed questions and rows
+                    (operators only: the table spans every tenant)
 
 Every module exposes `router`; `functions/api/app.py` includes them in this order (which is the
 order of docs/openapi.json's paths) with `app.include_router(...)`. A route declares its input
