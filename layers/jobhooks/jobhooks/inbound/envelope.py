@@ -186,16 +186,14 @@ def properties_from_amqp(props: Any) -> dict[str, Any]:
 def header_text(value: HeaderValue) -> str | None:
     """A header as text: AMQP strings as they are, byte arrays as UTF-8, anything else None
     (a long string that is not UTF-8 included: it has no text)."""
-    if isinstance(value, str):
+    if type(value) is str:  # exact types first: a dozen reads a message, nearly all of these
         return value
-    if isinstance(value, NonUtf8String):
-        return None
-    if isinstance(value, bytes):
+    if type(value) is bytes or (isinstance(value, bytes) and not isinstance(value, NonUtf8String)):
         try:
             return value.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    return None
+    return value if isinstance(value, str) else None
 
 
 def _now_rfc3339() -> str:
@@ -218,9 +216,10 @@ def _required(document: dict[str, Any], name: str, kind: type) -> Any:
 
 def _b64decode(text: str, where: str) -> bytes:
     try:
-        # strict_mode: only the standard alphabet with correct padding, like validate=True.
-        return binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
-    except (binascii.Error, UnicodeEncodeError):
+        # strict_mode: only the standard alphabet with correct padding, like validate=True. A
+        # str argument must be ASCII: anything else raises ValueError, like bad base64 does.
+        return binascii.a2b_base64(text, strict_mode=True)
+    except ValueError:
         raise _malformed(f"{where} is not standard base64") from None
 
 
@@ -290,13 +289,14 @@ def _decode_table(entries: Any, where: str, depth: int) -> dict[str, HeaderValue
         name, kind, raw = entry
         # Every Fetcher header is a byte array or a string: those take the short path, and the
         # location for an error message is only formatted when there is an error.
-        if kind == "str" and type(raw) is str:
-            table[name] = raw
-        elif kind == "bytes" and type(raw) is str:
+        if kind == "bytes" and type(raw) is str:
             try:
-                table[name] = binascii.a2b_base64(raw.encode("ascii"), strict_mode=True)
-            except (binascii.Error, UnicodeEncodeError):
+                # A str argument must be ASCII: anything else raises ValueError, like bad base64.
+                table[name] = binascii.a2b_base64(raw, strict_mode=True)
+            except ValueError:
                 raise _malformed(f"{where}[{name!r}] is not standard base64") from None
+        elif kind == "str" and type(raw) is str:
+            table[name] = raw
         else:
             table[name] = _decode_value(kind, raw, f"{where}[{name!r}]", depth + 1)
     return table
