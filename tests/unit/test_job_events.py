@@ -360,6 +360,15 @@ def test_an_unreadable_ce_time_does_not_count() -> None:
         assert read(signed(status="failed").with_headers(ce_time=value)).emitted_at is None
 
 
+@pytest.mark.parametrize("moment", [b"0001-01-01T00:30:00+01:00", b"9999-12-31T23:59:59-01:00"])
+def test_a_time_whose_offset_leaves_the_datetime_range_does_not_count(moment: bytes) -> None:
+    # Readable, but outside what datetime holds once converted to UTC: as unreadable as
+    # February 30th, for the unsigned ce-time and for the signed completedAt alike.
+    assert read(signed(status="failed").with_headers(ce_time=moment)).emitted_at is None
+    body = completed_body(JOB, completed_at=moment.decode())
+    assert read(signed(body=body)).completed_at is None
+
+
 def test_ce_time_bounds_survive_a_replay_that_lifts_the_stale_check() -> None:
     # An operator's allow_stale replay turns the age check of t off, not the bound on ce-time.
     lifted = VerificationPolicy(keys=[KEY], max_age_seconds=0)

@@ -187,5 +187,8 @@ def parse_rfc3339(text: str | None) -> datetime | None:
     if zone not in ("Z", "z"):
         sign = 1 if zone[0] == "+" else -1
         hours, minutes = int(zone[1:3]), int(zone[4:6])
-        moment -= sign * timedelta(hours=hours, minutes=minutes)
+        try:
+            moment -= sign * timedelta(hours=hours, minutes=minutes)
+        except OverflowError:  # 0001-01-01T00:30+01:00 is before datetime's first UTC instant
+            return None
     return moment
