@@ -203,8 +203,9 @@ json_values = st.recursive(
     | st.integers(min_value=-(2**80), max_value=2**80)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=12),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
     max_leaves=10,
 )
 
@@ -228,8 +229,9 @@ def test_the_payload_is_the_validated_models_json_byte_for_byte(  # type: ignore
     document["metadata"] = {**metadata, "error": {"message": message}}
     body = json.dumps(document, ensure_ascii=ensure_ascii).encode()
     event = read_job_event(
-        make_job_event(KEY, status=status, tenant_id="acme", job_id=JOB, timestamp=T, body=body)
-        .forwarded(),
+        make_job_event(
+            KEY, status=status, tenant_id="acme", job_id=JOB, timestamp=T, body=body
+        ).forwarded(),
         VerificationPolicy(keys=[KEY]),
         AT,
     )
