@@ -6,13 +6,15 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from jobhooks.inbound.envelope import (
     ForwardedMessage,
     NonUtf8String,
     OutOfRangeTimestamp,
     header_text,
 )
-from jobhooks.inbound.event import MAX_JOB_ID_CHARS
+from jobhooks.inbound.event import _RFC3339, MAX_JOB_ID_CHARS, _from_fields, parse_rfc3339
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message, read_job_event
 from jobhooks.inbound.keys import HmacKey, key_from_hex
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
@@ -397,3 +399,48 @@ def test_ce_schemaversion_is_kept_only_as_a_short_version_string(
     value: object, kept: str | None
 ) -> None:
     assert read(signed().with_headers(ce_schemaversion=value)).schema_version == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "moment"),
+    [
+        ("2026-07-13T18:04:11.204Z", datetime(2026, 7, 13, 18, 4, 11, 204000, UTC)),
+        ("2026-07-13T18:04:11Z", datetime(2026, 7, 13, 18, 4, 11, tzinfo=UTC)),
+        ("2026-07-13T18:04:11.123456789Z", datetime(2026, 7, 13, 18, 4, 11, 123456, UTC)),
+        ("2026-07-13t18:04:11.5z", datetime(2026, 7, 13, 18, 4, 11, 500000, UTC)),
+        ("2026-07-13 20:04:11+02:00", datetime(2026, 7, 13, 18, 4, 11, tzinfo=UTC)),
+        (" 2026-07-13T18:04:11Z\n", datetime(2026, 7, 13, 18, 4, 11, tzinfo=UTC)),
+        ("2026-07-13T24:00:00Z", None),
+        ("2026-02-30T00:00:00Z", None),
+        ("2026-07-13T18:04:60Z", None),
+        ("2026-07-13", None),
+        ("20260713T180411Z", None),
+        ("", None),
+    ],
+)
+def test_rfc3339_times_are_read_as_aware_utc(text: str, moment: datetime | None) -> None:
+    parsed = parse_rfc3339(text)
+    assert parsed == moment
+    assert parsed is None or parsed.tzinfo is UTC
+
+
+rfc3339_like = st.builds(
+    "{}-{}-{}{}{}:{}:{}{}{}".format,
+    st.sampled_from(["2026", "0001", "9999", "0000", "٢٠٢٦"]),
+    st.sampled_from(["01", "02", "07", "12", "13", "00"]),
+    st.sampled_from(["01", "13", "28", "29", "30", "31", "32"]),
+    st.sampled_from(["T", "t", " "]),
+    st.sampled_from(["00", "18", "23", "24", "99"]),
+    st.sampled_from(["00", "04", "59", "60"]),
+    st.sampled_from(["00", "11", "59", "60"]),
+    st.sampled_from(["", ".2", ".204", ".204123", ".123456789", "."]),
+    st.sampled_from(["Z", "z", "+00:00", "+02:00", "-05:30", "+24:00", ""]),
+)
+
+
+@given(rfc3339_like)
+def test_the_fromisoformat_shortcut_reads_every_time_as_the_general_path_does(text: str) -> None:
+    # parse_rfc3339 hands the producer's own form to fromisoformat; for anything the grammar
+    # accepts, the answer must be the general path's.
+    match = _RFC3339.fullmatch(text)
+    assert parse_rfc3339(text) == (_from_fields(match) if match else None)
