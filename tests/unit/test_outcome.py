@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jobhooks.inbound.job_events import VerificationPolicy, read_job_event
-from jobhooks.inbound.outcome import to_webhook, webhook_body, webhook_payload
+from jobhooks.inbound.outcome import Outcome, to_webhook, webhook_body, webhook_payload
 from jobhooks.inbound.sanitize import _RULES, categorize_error, sanitize_error_message
 from jobhooks_tools.sample_events import (
     SOURCE,
@@ -89,6 +89,16 @@ def test_missing_release_and_source_are_unknown_and_unmeasured() -> None:
     data = body_for(release=None, status="failed", body=body)["data"]
     assert data["release"] == "unknown" and data["job_name"] == "unknown"
     assert data["unmeasured"] == ["release", "job_name", "queue_wait_ms", "duration_ms"]
+
+
+def test_unmeasured_follows_the_contracts_field_order() -> None:
+    body = failed_body(JOB).replace(b'"source":"payments",', b"")
+    data = body_for(
+        release=None, legacy=True, tenant_id="single-tenant", status="failed", body=body
+    )["data"]
+    everything = ["timestamp_utc", "release", "job_name", "queue_wait_ms", "duration_ms"]
+    assert data["unmeasured"] == everything
+    assert everything == [name for name in Outcome.model_fields if name in everything]
 
 
 def test_legacy_event_falls_back_to_exchange_and_signed_t() -> None:

@@ -29,7 +29,8 @@ MAX_METADATA_BYTES = 4096
 MAX_JOB_NAME_CHARS = 128
 # The metadata budget is measured in this form (json.dumps' default separators, raw UTF-8).
 # One encoder for every event: json.dumps with options builds a new one per call.
-_metadata_json = json.JSONEncoder(ensure_ascii=False).encode
+# (JSON-parsed data cannot be circular: no need to check.)
+_metadata_json = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 
 
 class OutcomeError(BaseModel):
@@ -66,10 +67,6 @@ class Outcome(BaseModel):
     fetcher: FetcherContext
 
 
-# The contract's field order, which `unmeasured` follows.
-OUTCOME_FIELDS: tuple[str, ...] = tuple(Outcome.model_fields)
-
-
 def to_outcome(event: JobEvent, *, release: str | None = None) -> Outcome:
     return Outcome.model_validate(outcome_data(event, release=release))
 
@@ -81,7 +78,8 @@ def outcome_data(event: JobEvent, *, release: str | None = None) -> dict[str, An
     `webhook_payload` serializes it directly (the ingest function's hot path), so the two
     cannot disagree.
     """
-    unmeasured: set[str] = set()
+    # In the contract's field order, as each field is decided.
+    unmeasured: list[str] = []
 
     # completedAt is in the signed body; ce-time only counts within the bounds of the signed `t`
     # (cross_checks.py). Without either, `t` itself: when the producer relayed the message, a
@@ -90,22 +88,22 @@ def outcome_data(event: JobEvent, *, release: str | None = None) -> dict[str, An
     moment = (event.completed_at if completed else None) or event.emitted_at
     if moment is None:
         moment = event.signed_at
-        unmeasured.add("timestamp_utc")
+        unmeasured.append("timestamp_utc")
 
     if not release:
-        unmeasured.add("release")
+        unmeasured.append("release")
     job_name = event.metadata.get("source")
     if not isinstance(job_name, str) or not job_name:
         job_name = UNKNOWN
-        unmeasured.add("job_name")
+        unmeasured.append("job_name")
 
     # The events carry no enqueue time.
-    unmeasured.add("queue_wait_ms")
+    unmeasured.append("queue_wait_ms")
     if completed:
         duration_ms = event.execution_time_ms or 0  # the producer omits 0: a measured 0 ms
     else:
         duration_ms = 0
-        unmeasured.add("duration_ms")
+        unmeasured.append("duration_ms")
 
     return {
         "timestamp_utc": format_timestamp(moment),
@@ -119,7 +117,7 @@ def outcome_data(event: JobEvent, *, release: str | None = None) -> dict[str, An
         "queue_wait_ms": 0,
         "duration_ms": duration_ms,
         "status": "success" if completed else "failure",
-        "unmeasured": [name for name in OUTCOME_FIELDS if name in unmeasured],
+        "unmeasured": unmeasured,
         "fetcher": _fetcher_context(event),
     }
 
@@ -158,7 +156,9 @@ def webhook_payload(event: JobEvent, *, release: str | None = None) -> str:
 
 def format_timestamp(moment: datetime) -> str:
     """RFC 3339 UTC with millisecond precision and `Z`."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if moment.tzinfo is not UTC:  # the event's times are UTC already: skip the conversion
+        moment = moment.astimezone(UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _fetcher_context(event: JobEvent) -> dict[str, Any]:
