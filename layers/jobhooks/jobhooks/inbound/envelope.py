@@ -19,9 +19,9 @@ express) is written as the string `nan`, `inf` or `-inf` with type `float`.
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import math
+from binascii import a2b_base64
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -218,7 +218,7 @@ def _b64decode(text: str, where: str) -> bytes:
     try:
         # strict_mode: only the standard alphabet with correct padding, like validate=True. A
         # str argument must be ASCII: anything else raises ValueError, like bad base64 does.
-        return binascii.a2b_base64(text, strict_mode=True)
+        return a2b_base64(text, strict_mode=True)
     except ValueError:
         raise _malformed(f"{where} is not standard base64") from None
 
@@ -283,23 +283,31 @@ def _decode_table(entries: Any, where: str, depth: int) -> dict[str, HeaderValue
     if not isinstance(entries, list):
         raise _malformed(f"{where} must be a list of [name, type, value]")
     table: dict[str, HeaderValue] = {}
-    for index, entry in enumerate(entries):
-        if not (type(entry) is list and len(entry) == 3 and type(entry[0]) is str):
-            raise _malformed(f"{where}[{index}] must be [name, type, value]")
+    # The location for an error message is only formatted when there is an error.
+    for entry in entries:
+        if type(entry) is not list or len(entry) != 3:
+            raise _malformed(f"{where}[{_position(entries, entry)}] must be [name, type, value]")
         name, kind, raw = entry
-        # Every Fetcher header is a byte array or a string: those take the short path, and the
-        # location for an error message is only formatted when there is an error.
-        if kind == "bytes" and type(raw) is str:
-            try:
-                # A str argument must be ASCII: anything else raises ValueError, like bad base64.
-                table[name] = binascii.a2b_base64(raw, strict_mode=True)
-            except ValueError:
-                raise _malformed(f"{where}[{name!r}] is not standard base64") from None
-        elif kind == "str" and type(raw) is str:
-            table[name] = raw
-        else:
-            table[name] = _decode_value(kind, raw, f"{where}[{name!r}]", depth + 1)
+        if type(name) is not str:
+            raise _malformed(f"{where}[{_position(entries, entry)}] must be [name, type, value]")
+        # Every Fetcher header is a byte array or a string: those take the short path.
+        if type(raw) is str:
+            if kind == "bytes":
+                try:
+                    # A str must be ASCII: anything else raises ValueError, as bad base64 does.
+                    table[name] = a2b_base64(raw, strict_mode=True)
+                except ValueError:
+                    raise _malformed(f"{where}[{name!r}] is not standard base64") from None
+                continue
+            if kind == "str":
+                table[name] = raw
+                continue
+        table[name] = _decode_value(kind, raw, f"{where}[{name!r}]", depth + 1)
     return table
+
+
+def _position(entries: list[Any], entry: object) -> int:
+    return next(index for index, candidate in enumerate(entries) if candidate is entry)
 
 
 def _decode_value(kind: Any, raw: Any, where: str, depth: int) -> HeaderValue:

@@ -118,7 +118,9 @@ def _matches(key: HmacKey, signed: bytes, provided: bytes) -> bool:
 def parse_timestamp(value: HeaderValue) -> int:
     """`t` as the producer parses it: a base-10 int64 string, or an integer header (a
     timestamp header is neither, whether datetime holds it or not)."""
-    if isinstance(value, int) and not isinstance(value, bool | OutOfRangeTimestamp):
+    if type(value) is str and value.isascii() and value.isdigit():
+        number = int(value)  # the producer's own form, without the regex
+    elif isinstance(value, int) and not isinstance(value, bool | OutOfRangeTimestamp):
         number = value
     else:
         text = header_text(value)
