@@ -22,7 +22,7 @@ STATUSES: tuple[JobStatus, ...] = ("completed", "failed")
 # 2,048 bytes; Fetcher's are UUIDs. 256 characters stay under the cap in any UTF-8.
 MAX_JOB_ID_CHARS = 256
 
-_CURRENT_ROUTING_KEY = re.compile(r"job\.(completed|failed)")
+_CURRENT_ROUTING_KEYS: dict[str, JobStatus] = {"job.completed": "completed", "job.failed": "failed"}
 # v1.4.x: job.<status>.<source>, source lower-cased [a-z0-9_-], at most 64 characters.
 _LEGACY_ROUTING_KEY = re.compile(r"job\.(completed|failed)\.([a-z0-9_-]{1,64})")
 
@@ -118,8 +118,8 @@ class JobEvent(BaseModel):
 
 def routing_status(routing_key: str) -> tuple[JobStatus, bool]:
     """The status a routing key announces, and whether it is the legacy form."""
-    if match := _CURRENT_ROUTING_KEY.fullmatch(routing_key):
-        return _status(match.group(1)), False
+    if status := _CURRENT_ROUTING_KEYS.get(routing_key):
+        return status, False
     if match := _LEGACY_ROUTING_KEY.fullmatch(routing_key):
         return _status(match.group(1)), True
     raise RejectedMessageError(

@@ -83,7 +83,8 @@ def _read(message: ForwardedMessage, policy: VerificationPolicy, received_at: da
     event_id = check_event_identity(message.headers, body, routed_status)
     headers = message.headers
     source = checked_source(headers, policy.allowed_sources)
-    has_cloudevents = any(name.startswith("ce-") for name in headers)
+    # Every CloudEvents producer sends ce-specversion; the scan is for one that does not.
+    has_cloudevents = "ce-specversion" in headers or any(name.startswith("ce-") for name in headers)
     error = body.metadata.get("error") if body.status == "failed" else None
     error_message = error.get("message") if isinstance(error, dict) else None
     # model_validate of a dict: the keyword-argument __init__ costs a third more per event.
