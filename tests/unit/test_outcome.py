@@ -12,7 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jobhooks.inbound.job_events import VerificationPolicy, read_job_event
-from jobhooks.inbound.outcome import Outcome, to_webhook, webhook_body, webhook_payload
+from jobhooks.inbound.outcome import (
+    MAX_METADATA_BYTES,
+    Outcome,
+    _surely_within_budget,
+    to_webhook,
+    webhook_body,
+    webhook_payload,
+)
 from jobhooks.inbound.sanitize import _RULES, categorize_error, sanitize_error_message
 from jobhooks_tools.sample_events import (
     SOURCE,
@@ -260,6 +267,40 @@ def test_a_number_too_large_for_a_float_is_null_in_the_payload_as_in_the_models(
     payload = webhook_payload(event)
     assert '"metadata":{"big":null}' in payload
     assert payload == to_webhook(event).model_dump_json(exclude_none=True)
+
+
+@pytest.mark.parametrize("char", ["\x01", "\n", "\U0001f600", '"', "é", "a"])
+def test_metadata_the_budget_shortcut_lets_through_is_within_the_budget(char: str) -> None:
+    # _bounded_metadata skips encoding string-only metadata that cannot exceed the budget. For
+    # each way the encoder writes a character (6, 2, 4, 2, 2 and 1 bytes), every length up to
+    # past the budget, in the key and in the value:
+    for length in range(0, MAX_METADATA_BYTES // 4):
+        for metadata in (
+            {"k": char * length},
+            {char: char * length},
+            {char * length: "v"},
+            {"a": "b", "c": char * length},
+        ):
+            if _surely_within_budget(metadata):
+                assert len(json.dumps(metadata, ensure_ascii=False).encode()) <= MAX_METADATA_BYTES
+
+
+def test_the_budget_shortcut_is_exact_for_the_costliest_characters() -> None:
+    # A control character is written as 6 bytes (\u0001), the shortcut's worst case: with one
+    # entry, only the ", " the shortcut counts after every entry is not written.
+    longest = (MAX_METADATA_BYTES - 2 - 8 - 6) // 6
+    metadata = {"\x01": "\x01" * longest}
+    assert _surely_within_budget(metadata)
+    assert len(json.dumps(metadata, ensure_ascii=False).encode()) == MAX_METADATA_BYTES - 2
+    assert not _surely_within_budget({"\x01": "\x01" * (longest + 1)})
+    kept = body_for(body=_completed_with_metadata(metadata))["data"]["fetcher"]["metadata"]
+    assert kept == metadata
+
+
+def _completed_with_metadata(metadata: dict[str, Any]) -> bytes:
+    document = json.loads(completed_body(JOB))
+    document["metadata"] = metadata
+    return json.dumps(document).encode()
 
 
 leaky_fragments = st.sampled_from(

@@ -178,7 +178,7 @@ def _fetcher_context(event: JobEvent) -> dict[str, Any]:
 def _bounded_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     """The caller's metadata minus the reserved `error`, cut to a byte budget key by key."""
     whole = {key: value for key, value in metadata.items() if key != "error"}
-    if len(_metadata_json(whole).encode("utf-8")) <= MAX_METADATA_BYTES:
+    if _surely_within_budget(whole) or len(_metadata_json(whole).encode()) <= MAX_METADATA_BYTES:
         return whole
     kept: dict[str, Any] = {}
     used = 2
@@ -191,3 +191,19 @@ def _bounded_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
         kept[key] = value
         used += size
     return kept
+
+
+def _surely_within_budget(metadata: dict[str, Any]) -> bool:
+    """Whether metadata of strings only fits the budget whatever its text, without encoding it.
+
+    The encoder writes a character of a string as at most 6 bytes (`\\u001f`; UTF-8 takes at
+    most 4), so an entry `"key": "value", ` takes at most 6 * (len(key) + len(value)) + 8 bytes,
+    and the braces 2. Correlation ids and a source name are far below that; anything else (a
+    number, a nested value) is measured for real.
+    """
+    worst = 2
+    for key, value in metadata.items():
+        if type(value) is not str:
+            return False
+        worst += 6 * (len(key) + len(value)) + 8
+    return worst <= MAX_METADATA_BYTES
