@@ -290,7 +290,8 @@ def _decode_table(entries: Any, where: str, depth: int) -> dict[str, HeaderValue
         name, kind, raw = entry
         if type(name) is not str:
             raise _malformed(f"{where}[{_position(entries, entry)}] must be [name, type, value]")
-        # Every Fetcher header is a byte array or a string: those take the short path.
+        # Fetcher's headers are byte arrays, strings and one integer (x-retry-count): those take
+        # the short path.
         if type(raw) is str:
             if kind == "bytes":
                 try:
@@ -302,6 +303,9 @@ def _decode_table(entries: Any, where: str, depth: int) -> dict[str, HeaderValue
             if kind == "str":
                 table[name] = raw
                 continue
+        elif kind == "int" and type(raw) is int:
+            table[name] = raw
+            continue
         table[name] = _decode_value(kind, raw, f"{where}[{name!r}]", depth + 1)
     return table
 
