@@ -87,33 +87,30 @@ def _read(message: ForwardedMessage, policy: VerificationPolicy, received_at: da
     has_cloudevents = "ce-specversion" in headers or any(name.startswith("ce-") for name in headers)
     error = body.metadata.get("error") if body.status == "failed" else None
     error_message = error.get("message") if isinstance(error, dict) else None
-    # model_validate of a dict: the keyword-argument __init__ costs a third more per event.
-    return JobEvent.model_validate(
-        {
-            "event_id": event_id,
-            "tenant_id": tenant_id,
-            "job_id": body.job_id,
-            "status": body.status,
-            "exchange": message.exchange,
-            "routing_key": message.routing_key,
-            "vhost": message.vhost,
-            "source": source,
-            "schema_version": informational_schema_version(headers),
-            "emitted_at": checked_emission_time(
-                headers,
-                signature,
-                max_lag_seconds=policy.max_emission_lag_seconds,
-                max_ahead_seconds=policy.max_future_seconds,
-            ),
-            "signed_at": signed_time(signature),
-            "received_at": received_at.astimezone(UTC),
-            "metadata": body.metadata,
-            "result": body.result if body.status == "completed" else None,
-            "execution_time_ms": body.execution_time_ms,
-            "completed_at": parse_rfc3339(body.completed_at),
-            "error_message": error_message if isinstance(error_message, str) else None,
-            "legacy": legacy_route or not has_cloudevents,
-            "signature_key": signature.key_fingerprint,
-            "legacy_signature": signature.legacy,
-        }
+    return JobEvent(
+        event_id=event_id,
+        tenant_id=tenant_id,
+        job_id=body.job_id,
+        status=body.status,
+        exchange=message.exchange,
+        routing_key=message.routing_key,
+        vhost=message.vhost,
+        source=source,
+        schema_version=informational_schema_version(headers),
+        emitted_at=checked_emission_time(
+            headers,
+            signature,
+            max_lag_seconds=policy.max_emission_lag_seconds,
+            max_ahead_seconds=policy.max_future_seconds,
+        ),
+        signed_at=signed_time(signature),
+        received_at=received_at.astimezone(UTC),
+        metadata=body.metadata,
+        result=body.result if body.status == "completed" else None,
+        execution_time_ms=body.execution_time_ms,
+        completed_at=parse_rfc3339(body.completed_at),
+        error_message=error_message if isinstance(error_message, str) else None,
+        legacy=legacy_route or not has_cloudevents,
+        signature_key=signature.key_fingerprint,
+        legacy_signature=signature.legacy,
     )
