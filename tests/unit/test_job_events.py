@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jobhooks.inbound.envelope import (
     ForwardedMessage,
@@ -14,11 +15,20 @@ from jobhooks.inbound.envelope import (
     OutOfRangeTimestamp,
     header_text,
 )
-from jobhooks.inbound.event import _RFC3339, MAX_JOB_ID_CHARS, _from_fields, parse_rfc3339
+from jobhooks.inbound.event import (
+    _RFC3339,
+    MAX_JOB_ID_CHARS,
+    JobResult,
+    JobStatus,
+    _from_fields,
+    parse_body,
+    parse_rfc3339,
+)
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message, read_job_event
 from jobhooks.inbound.keys import HmacKey, key_from_hex
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks_tools.sample_events import SampleEvent, completed_body, demo_key, make_job_event
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 KEY = demo_key()
 PREVIOUS = key_from_hex("11" * 32)
@@ -444,3 +454,84 @@ def test_the_fromisoformat_shortcut_reads_every_time_as_the_general_path_does(te
     # accepts, the answer must be the general path's.
     match = _RFC3339.fullmatch(text)
     assert parse_rfc3339(text) == (_from_fields(match) if match else None)
+
+
+class ModelBody(BaseModel):
+    """The body's fields as a pydantic model: what parse_body's TypedDict is held to."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    job_id: str = Field(validation_alias=AliasChoices("jobId", "job_id"))
+    status: JobStatus
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    result: JobResult | None = None
+    execution_time_ms: StrictInt | None = Field(
+        None, validation_alias=AliasChoices("executionTimeMs", "execution_time_ms")
+    )
+    completed_at: str | None = Field(
+        None, validation_alias=AliasChoices("completedAt", "completed_at")
+    )
+
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.sampled_from(["", "x", "true", "1", "2026-07-13T18:04:11Z"])
+)
+result_keys = st.sampled_from(
+    ["path", "sizeBytes", "size_bytes", "rowCount", "format", "integrity", "protection", "x"]
+)
+nested = st.dictionaries(
+    st.sampled_from(["algorithm", "encrypted", "mode", "appliedBy", "applied_by", "x"]),
+    json_scalars,
+    max_size=3,
+)
+field_values = (
+    json_scalars
+    | st.lists(json_scalars, max_size=2)
+    | st.dictionaries(result_keys, json_scalars | nested, max_size=4)
+)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@given(
+    fields=st.dictionaries(
+        st.sampled_from(
+            [
+                "metadata",
+                "result",
+                "executionTimeMs",
+                "execution_time_ms",
+                "completedAt",
+                "completed_at",
+                "other",
+            ]
+        ),
+        field_values,
+        max_size=5,
+    ),
+    status=st.sampled_from(["completed", "failed"]),
+    snake_case=st.booleans(),
+)
+def test_the_body_is_read_as_a_model_with_the_same_fields_reads_it(
+    fields: dict[str, Any], status: str, snake_case: bool
+) -> None:
+    # Same values accepted, same first error (field and message) in the rejection's detail.
+    document = {("job_id" if snake_case else "jobId"): JOB, "status": status, **fields}
+    try:
+        model = ModelBody.model_validate(document)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        with pytest.raises(RejectedMessageError) as rejected:
+            parse_body(document)
+        assert rejected.value.reason is Reason.MALFORMED_BODY
+        assert rejected.value.detail == f"the body's field {where!r} is invalid: {first['msg']}"
+    else:
+        body = parse_body(document)
+        assert body["job_id"] == model.job_id and body["status"] == model.status
+        assert body.get("metadata", {}) == model.metadata
+        assert body.get("result") == model.result
+        assert body.get("execution_time_ms") == model.execution_time_ms
+        assert body.get("completed_at") == model.completed_at
