@@ -155,10 +155,19 @@ def webhook_payload(event: JobEvent, *, release: str | None = None) -> str:
 
 
 def format_timestamp(moment: datetime) -> str:
-    """RFC 3339 UTC with millisecond precision and `Z`."""
+    """RFC 3339 UTC with millisecond precision and `Z` (isoformat's, milliseconds truncated)."""
     if moment.tzinfo is not UTC:  # the event's times are UTC already: skip the conversion
         moment = moment.astimezone(UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    # Spelled out: isoformat(timespec=...) and the "+00:00" replacement cost half as much again.
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # noqa: UP031 - one C call, unlike f-strings
+        moment.year,
+        moment.month,
+        moment.day,
+        moment.hour,
+        moment.minute,
+        moment.second,
+        moment.microsecond // 1000,
+    )
 
 
 def _fetcher_context(event: JobEvent) -> dict[str, Any]:
