@@ -1,10 +1,13 @@
 """Cost per message of the core: decode + verify + normalize, beside its floor.
 
-    .venv/bin/python bench/core.py [--iterations 20000]
+    .venv/bin/python bench/core.py [--iterations 2000] [--stages]
 
 The floor, measured in the same run on the same bytes, is what no implementation can avoid:
 one HMAC-SHA256 over the signed bytes plus one `json.loads` of the body. The figure is the
 median over repeated rounds of the per-message time; the target is within 10x of the floor.
+`--stages` also times the pipeline's three stages alone, in the same rounds: the envelope
+(`ForwardedMessage.from_json`), verification and normalization (`read_job_event`) and the
+payload (`webhook_payload`).
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ import argparse
 import hashlib
 import hmac
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
+from jobhooks.inbound.envelope import ForwardedMessage
+from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message, read_job_event
 from jobhooks.inbound.outcome import webhook_payload
 from jobhooks_tools.sample_events import demo_key, make_job_event
 
@@ -29,21 +34,19 @@ POLICY = VerificationPolicy(keys=[KEY])
 ROUNDS = 15
 
 
-def per_message_ns(
-    pipeline: Callable[[], object], floor: Callable[[], object], iterations: int
-) -> tuple[float, float]:
-    """Median per-message time of each, in alternating rounds so that load hits both alike."""
-    samples: dict[Callable[[], object], list[float]] = {pipeline: [], floor: []}
+def per_message_ns(work: dict[str, Callable[[], object]], iterations: int) -> dict[str, float]:
+    """Median per-message time of each, in alternating rounds so that load hits all alike."""
+    samples: dict[str, list[float]] = {name: [] for name in work}
     for _ in range(ROUNDS):
-        for work, times in samples.items():
+        for name, function in work.items():
             start = time.perf_counter_ns()
             for _ in range(iterations):
-                work()
-            times.append((time.perf_counter_ns() - start) / iterations)
-    return statistics.median(samples[pipeline]), statistics.median(samples[floor])
+                function()
+            samples[name].append((time.perf_counter_ns() - start) / iterations)
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
-def measure(status: str, iterations: int) -> tuple[float, float, int]:
+def measure(status: str, iterations: int, stages: bool) -> tuple[dict[str, float], int]:
     event = make_job_event(KEY, status=status, tenant_id="acme", timestamp=T)
     raw = event.forwarded(received_at="2026-07-13T18:04:12.001Z").to_json()
     # The floor hashes as many bytes as the canonical signed form: six header lines + body.
@@ -59,22 +62,39 @@ def measure(status: str, iterations: int) -> tuple[float, float, int]:
         return json.loads(event.body)
 
     pipeline()  # the outcome must be produced, not just timed
-    pipeline_ns, floor_ns = per_message_ns(pipeline, floor, iterations)
-    return pipeline_ns, floor_ns, len(raw)
+    work: dict[str, Callable[[], object]] = {"pipeline": pipeline, "floor": floor}
+    if stages:
+        message = ForwardedMessage.from_json(raw)
+        job_event = read_job_event(message, POLICY, AT)
+        work["envelope"] = lambda: ForwardedMessage.from_json(raw)
+        work["verify+normalize"] = lambda: read_job_event(message, POLICY, AT)
+        work["payload"] = lambda: webhook_payload(job_event, release="fetcher@2.0.2")
+    return per_message_ns(work, iterations), len(raw)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=2000, help="messages per round")
+    parser.add_argument("--stages", action="store_true", help="also time each stage alone")
     args = parser.parse_args()
     print(f"{'event':<10} {'SQS body':>9} {'pipeline':>11} {'floor':>9} {'ratio':>6}")
+    stage_lines = []
     for status in ("completed", "failed"):
-        pipeline_ns, floor_ns, size = measure(status, args.iterations)
+        times, size = measure(status, args.iterations, args.stages)
+        pipeline_ns, floor_ns = times.pop("pipeline"), times.pop("floor")
         print(
             f"{status:<10} {size:>7} B {pipeline_ns / 1000:>8.1f} us {floor_ns / 1000:>6.1f} us "
             f"{pipeline_ns / floor_ns:>5.1f}x"
         )
+        stage_lines += [
+            f"  {status:<10} {name:<17} {ns / 1000:>6.1f} us {ns / floor_ns:>5.1f}x the floor"
+            for name, ns in times.items()
+        ]
     print(f"(median of {ROUNDS} rounds x {args.iterations} messages; target: within 10x)")
+    if stage_lines:
+        print("stages alone, same rounds:", *stage_lines, sep="\n")
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"(load average {load} on {os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

@@ -110,6 +110,25 @@ def test_rejects_anything_else_as_malformed_envelope(mutation: dict) -> None:  #
 
 
 @pytest.mark.parametrize(
+    ("headers", "detail"),
+    [
+        ([["a", "str", "x"], ["b", "str"]], "headers[1] must be [name, type, value]"),
+        ([["a", "str", "x"], [5, "str", "x"]], "headers[1] must be [name, type, value]"),
+        ([["a", "str", "x"], "abc"], "headers[1] must be [name, type, value]"),
+        ([["a", "bytes", "é"]], "headers['a'] is not standard base64"),
+        ([["a", "bytes", "YQ="]], "headers['a'] is not standard base64"),
+        ([["n", "table", [["a", "str", "x"], ["b"]]]], "headers['n'][1] must be [name, type"),
+    ],
+)
+def test_a_malformed_header_is_named_in_the_detail(headers: list[object], detail: str) -> None:
+    document = {**json.loads(MESSAGE.to_json()), "headers": headers}
+    with pytest.raises(RejectedMessageError) as rejected:
+        ForwardedMessage.from_json(json.dumps(document))
+    assert rejected.value.reason is Reason.MALFORMED_ENVELOPE
+    assert rejected.value.detail.startswith(detail)
+
+
+@pytest.mark.parametrize(
     "field", ["format", "exchange", "routing_key", "vhost", "redelivered", "headers", "body"]
 )
 def test_required_fields(field: str) -> None:

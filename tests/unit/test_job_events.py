@@ -4,19 +4,31 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jobhooks.inbound.envelope import (
     ForwardedMessage,
     NonUtf8String,
     OutOfRangeTimestamp,
     header_text,
 )
-from jobhooks.inbound.event import MAX_JOB_ID_CHARS
+from jobhooks.inbound.event import (
+    _RFC3339,
+    MAX_JOB_ID_CHARS,
+    JobResult,
+    JobStatus,
+    _from_fields,
+    parse_body,
+    parse_rfc3339,
+)
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message, read_job_event
 from jobhooks.inbound.keys import HmacKey, key_from_hex
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks_tools.sample_events import SampleEvent, completed_body, demo_key, make_job_event
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 KEY = demo_key()
 PREVIOUS = key_from_hex("11" * 32)
@@ -360,6 +372,15 @@ def test_an_unreadable_ce_time_does_not_count() -> None:
         assert read(signed(status="failed").with_headers(ce_time=value)).emitted_at is None
 
 
+@pytest.mark.parametrize("moment", [b"0001-01-01T00:30:00+01:00", b"9999-12-31T23:59:59-01:00"])
+def test_a_time_whose_offset_leaves_the_datetime_range_does_not_count(moment: bytes) -> None:
+    # Readable, but outside what datetime holds once converted to UTC: as unreadable as
+    # February 30th, for the unsigned ce-time and for the signed completedAt alike.
+    assert read(signed(status="failed").with_headers(ce_time=moment)).emitted_at is None
+    body = completed_body(JOB, completed_at=moment.decode())
+    assert read(signed(body=body)).completed_at is None
+
+
 def test_ce_time_bounds_survive_a_replay_that_lifts_the_stale_check() -> None:
     # An operator's allow_stale replay turns the age check of t off, not the bound on ce-time.
     lifted = VerificationPolicy(keys=[KEY], max_age_seconds=0)
@@ -388,3 +409,129 @@ def test_ce_schemaversion_is_kept_only_as_a_short_version_string(
     value: object, kept: str | None
 ) -> None:
     assert read(signed().with_headers(ce_schemaversion=value)).schema_version == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "moment"),
+    [
+        ("2026-07-13T18:04:11.204Z", datetime(2026, 7, 13, 18, 4, 11, 204000, UTC)),
+        ("2026-07-13T18:04:11Z", datetime(2026, 7, 13, 18, 4, 11, tzinfo=UTC)),
+        ("2026-07-13T18:04:11.123456789Z", datetime(2026, 7, 13, 18, 4, 11, 123456, UTC)),
+        ("2026-07-13t18:04:11.5z", datetime(2026, 7, 13, 18, 4, 11, 500000, UTC)),
+        ("2026-07-13 20:04:11+02:00", datetime(2026, 7, 13, 18, 4, 11, tzinfo=UTC)),
+        (" 2026-07-13T18:04:11Z\n", datetime(2026, 7, 13, 18, 4, 11, tzinfo=UTC)),
+        ("2026-07-13T24:00:00Z", None),
+        ("2026-02-30T00:00:00Z", None),
+        ("2026-07-13T18:04:60Z", None),
+        ("2026-07-13", None),
+        ("20260713T180411Z", None),
+        ("", None),
+    ],
+)
+def test_rfc3339_times_are_read_as_aware_utc(text: str, moment: datetime | None) -> None:
+    parsed = parse_rfc3339(text)
+    assert parsed == moment
+    assert parsed is None or parsed.tzinfo is UTC
+
+
+rfc3339_like = st.builds(
+    "{}-{}-{}{}{}:{}:{}{}{}".format,
+    st.sampled_from(["2026", "0001", "9999", "0000", "٢٠٢٦"]),
+    st.sampled_from(["01", "02", "07", "12", "13", "00"]),
+    st.sampled_from(["01", "13", "28", "29", "30", "31", "32"]),
+    st.sampled_from(["T", "t", " "]),
+    st.sampled_from(["00", "18", "23", "24", "99"]),
+    st.sampled_from(["00", "04", "59", "60"]),
+    st.sampled_from(["00", "11", "59", "60"]),
+    st.sampled_from(["", ".2", ".204", ".204123", ".123456789", "."]),
+    st.sampled_from(["Z", "z", "+00:00", "+02:00", "-05:30", "+24:00", ""]),
+)
+
+
+@given(rfc3339_like)
+def test_the_fromisoformat_shortcut_reads_every_time_as_the_general_path_does(text: str) -> None:
+    # parse_rfc3339 hands the producer's own form to fromisoformat; for anything the grammar
+    # accepts, the answer must be the general path's.
+    match = _RFC3339.fullmatch(text)
+    assert parse_rfc3339(text) == (_from_fields(match) if match else None)
+
+
+class ModelBody(BaseModel):
+    """The body's fields as a pydantic model: what parse_body's TypedDict is held to."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    job_id: str = Field(validation_alias=AliasChoices("jobId", "job_id"))
+    status: JobStatus
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    result: JobResult | None = None
+    execution_time_ms: StrictInt | None = Field(
+        None, validation_alias=AliasChoices("executionTimeMs", "execution_time_ms")
+    )
+    completed_at: str | None = Field(
+        None, validation_alias=AliasChoices("completedAt", "completed_at")
+    )
+
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.sampled_from(["", "x", "true", "1", "2026-07-13T18:04:11Z"])
+)
+result_keys = st.sampled_from(
+    ["path", "sizeBytes", "size_bytes", "rowCount", "format", "integrity", "protection", "x"]
+)
+nested = st.dictionaries(
+    st.sampled_from(["algorithm", "encrypted", "mode", "appliedBy", "applied_by", "x"]),
+    json_scalars,
+    max_size=3,
+)
+field_values = (
+    json_scalars
+    | st.lists(json_scalars, max_size=2)
+    | st.dictionaries(result_keys, json_scalars | nested, max_size=4)
+)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@given(
+    fields=st.dictionaries(
+        st.sampled_from(
+            [
+                "metadata",
+                "result",
+                "executionTimeMs",
+                "execution_time_ms",
+                "completedAt",
+                "completed_at",
+                "other",
+            ]
+        ),
+        field_values,
+        max_size=5,
+    ),
+    status=st.sampled_from(["completed", "failed"]),
+    snake_case=st.booleans(),
+)
+def test_the_body_is_read_as_a_model_with_the_same_fields_reads_it(
+    fields: dict[str, Any], status: str, snake_case: bool
+) -> None:
+    # Same values accepted, same first error (field and message) in the rejection's detail.
+    document = {("job_id" if snake_case else "jobId"): JOB, "status": status, **fields}
+    try:
+        model = ModelBody.model_validate(document)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        with pytest.raises(RejectedMessageError) as rejected:
+            parse_body(document)
+        assert rejected.value.reason is Reason.MALFORMED_BODY
+        assert rejected.value.detail == f"the body's field {where!r} is invalid: {first['msg']}"
+    else:
+        body = parse_body(document)
+        assert body["job_id"] == model.job_id and body["status"] == model.status
+        assert body.get("metadata", {}) == model.metadata
+        assert body.get("result") == model.result
+        assert body.get("execution_time_ms") == model.execution_time_ms
+        assert body.get("completed_at") == model.completed_at

@@ -9,10 +9,26 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jobhooks.inbound.job_events import VerificationPolicy, read_job_event
-from jobhooks.inbound.outcome import webhook_body, webhook_payload
-from jobhooks.inbound.sanitize import categorize_error, sanitize_error_message
-from jobhooks_tools.sample_events import SOURCE, SampleEvent, demo_key, failed_body, make_job_event
+from jobhooks.inbound.outcome import (
+    MAX_METADATA_BYTES,
+    Outcome,
+    _surely_within_budget,
+    to_webhook,
+    webhook_body,
+    webhook_payload,
+)
+from jobhooks.inbound.sanitize import _RULES, categorize_error, sanitize_error_message
+from jobhooks_tools.sample_events import (
+    SOURCE,
+    SampleEvent,
+    completed_body,
+    demo_key,
+    failed_body,
+    make_job_event,
+)
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs/schema/outcome.v1.json").read_text())
 KEY = demo_key()
@@ -82,6 +98,16 @@ def test_missing_release_and_source_are_unknown_and_unmeasured() -> None:
     assert data["unmeasured"] == ["release", "job_name", "queue_wait_ms", "duration_ms"]
 
 
+def test_unmeasured_follows_the_contracts_field_order() -> None:
+    body = failed_body(JOB).replace(b'"source":"payments",', b"")
+    data = body_for(
+        release=None, legacy=True, tenant_id="single-tenant", status="failed", body=body
+    )["data"]
+    everything = ["timestamp_utc", "release", "job_name", "queue_wait_ms", "duration_ms"]
+    assert data["unmeasured"] == everything
+    assert everything == [name for name in Outcome.model_fields if name in everything]
+
+
 def test_legacy_event_falls_back_to_exchange_and_signed_t() -> None:
     # No ce-time: the signed relay time `t` (18:04:12), not the receipt clock (18:04:13).
     data = body_for(legacy=True, tenant_id="single-tenant", status="failed")["data"]
@@ -141,8 +167,6 @@ def test_queue_name_is_an_allowlisted_ce_source_or_the_exchange() -> None:
 
 
 def test_zero_execution_time_is_a_measured_zero() -> None:
-    from jobhooks_tools.sample_events import completed_body
-
     data = body_for(body=completed_body(JOB, execution_ms=0))["data"]
     assert data["duration_ms"] == 0 and "duration_ms" not in data["unmeasured"]
 
@@ -186,3 +210,128 @@ def test_metadata_is_bounded() -> None:
     ).encode()
     metadata = body_for(body=big)["data"]["fetcher"]["metadata"]
     assert metadata == {"source": "s", "id": "c-1"}
+
+
+# ------------------------------------------------------------- the payload is the models' JSON
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=150)
+@given(
+    status=st.sampled_from(["completed", "failed"]),
+    metadata=st.dictionaries(st.text(max_size=8), json_values, max_size=5),
+    message=st.one_of(st.text(max_size=80), json_values),
+    release=st.one_of(st.none(), st.text(max_size=12)),
+    ensure_ascii=st.booleans(),
+)
+def test_the_payload_is_the_validated_models_json_byte_for_byte(  # type: ignore[no-untyped-def]
+    status, metadata, message, release, ensure_ascii
+) -> None:
+    # webhook_payload serializes the outcome's data without building the pydantic models (the
+    # hot path); the models validate the same data. Both must give the same bytes.
+    document = json.loads(
+        completed_body(JOB) if status == "completed" else failed_body(JOB, message="m")
+    )
+    document["metadata"] = {**metadata, "error": {"message": message}}
+    body = json.dumps(document, ensure_ascii=ensure_ascii).encode()
+    event = read_job_event(
+        make_job_event(
+            KEY, status=status, tenant_id="acme", job_id=JOB, timestamp=T, body=body
+        ).forwarded(),
+        VerificationPolicy(keys=[KEY]),
+        AT,
+    )
+    payload = webhook_payload(event, release=release)
+    assert payload == to_webhook(event, release=release).model_dump_json(exclude_none=True)
+    assert json.loads(payload) == webhook_body(event, release=release)
+
+
+def test_a_number_too_large_for_a_float_is_null_in_the_payload_as_in_the_models() -> None:
+    body = f'{{"jobId":"{JOB}","status":"completed","metadata":{{"big":1e400}}}}'.encode()
+    event = read_job_event(
+        make_job_event(KEY, tenant_id="acme", job_id=JOB, timestamp=T, body=body).forwarded(),
+        VerificationPolicy(keys=[KEY]),
+        AT,
+    )
+    payload = webhook_payload(event)
+    assert '"metadata":{"big":null}' in payload
+    assert payload == to_webhook(event).model_dump_json(exclude_none=True)
+
+
+@pytest.mark.parametrize("char", ["\x01", "\n", "\U0001f600", '"', "é", "a"])
+def test_metadata_the_budget_shortcut_lets_through_is_within_the_budget(char: str) -> None:
+    # _bounded_metadata skips encoding string-only metadata that cannot exceed the budget. For
+    # each way the encoder writes a character (6, 2, 4, 2, 2 and 1 bytes), every length up to
+    # past the budget, in the key and in the value:
+    for length in range(0, MAX_METADATA_BYTES // 4):
+        for metadata in (
+            {"k": char * length},
+            {char: char * length},
+            {char * length: "v"},
+            {"a": "b", "c": char * length},
+        ):
+            if _surely_within_budget(metadata):
+                assert len(json.dumps(metadata, ensure_ascii=False).encode()) <= MAX_METADATA_BYTES
+
+
+def test_the_budget_shortcut_is_exact_for_the_costliest_characters() -> None:
+    # A control character is written as 6 bytes (\u0001), the shortcut's worst case: with one
+    # entry, only the ", " the shortcut counts after every entry is not written.
+    longest = (MAX_METADATA_BYTES - 2 - 8 - 6) // 6
+    metadata = {"\x01": "\x01" * longest}
+    assert _surely_within_budget(metadata)
+    assert len(json.dumps(metadata, ensure_ascii=False).encode()) == MAX_METADATA_BYTES - 2
+    assert not _surely_within_budget({"\x01": "\x01" * (longest + 1)})
+    kept = body_for(body=_completed_with_metadata(metadata))["data"]["fetcher"]["metadata"]
+    assert kept == metadata
+
+
+def _completed_with_metadata(metadata: dict[str, Any]) -> bytes:
+    document = json.loads(completed_body(JOB))
+    document["metadata"] = metadata
+    return json.dumps(document).encode()
+
+
+leaky_fragments = st.sampled_from(
+    [
+        "dial tcp ",
+        "read udp6 ",
+        "accept unix ",
+        "10.0.0.5",
+        ":5432",
+        ": ",
+        "Addr: ",
+        "mongo-0:27017",
+        "postgres://u:pw@db/x",
+        "://",
+        ".",
+        "1.2.3",
+        " ",
+        "\n",
+        "x",
+    ]
+)
+
+
+@given(st.lists(leaky_fragments | st.text(max_size=6), max_size=12).map("".join))
+def test_the_redaction_prefilters_never_skip_a_match(text: str) -> None:
+    # Each rule's regex runs only on text holding one of its substrings; running every regex
+    # unconditionally must give the same result.
+    unfiltered = text
+    for _, pattern, replacement in _RULES:
+        unfiltered = pattern.sub(replacement, unfiltered)
+    unfiltered = " ".join(unfiltered.split())
+    if len(unfiltered) > 512:
+        unfiltered = unfiltered[:511] + "…"
+    assert sanitize_error_message(text) == unfiltered

@@ -77,24 +77,25 @@ def expected_event_id(status: JobStatus, job_id: str) -> str:
 
 def check_event_identity(headers: Headers, body: JobBody, routed_status: JobStatus) -> str:
     """Check that every header naming the job or its status agrees with the body; the event id."""
-    if routed_status != body.status:
+    status, job_id = body["status"], body["job_id"]
+    if routed_status != status:
         raise RejectedMessageError(
             Reason.EVENT_MISMATCH,
-            f"the routing key announces {routed_status!r} but the body's status is {body.status!r}",
+            f"the routing key announces {routed_status!r} but the body's status is {status!r}",
         )
     event_type = _optional_text(headers, "ce-eventtype")
-    if event_type is not None and event_type != body.status:
+    if event_type is not None and event_type != status:
         raise RejectedMessageError(
             Reason.EVENT_MISMATCH,
-            f"ce-eventtype {_shown(event_type)} disagrees with the body's status {body.status!r}",
+            f"ce-eventtype {_shown(event_type)} disagrees with the body's status {status!r}",
         )
     subject = _optional_text(headers, "ce-subject")
-    if subject is not None and subject != body.job_id:
+    if subject is not None and subject != job_id:
         raise RejectedMessageError(
             Reason.EVENT_MISMATCH,
-            f"ce-subject {_shown(subject)} is not the body's job id {_shown(body.job_id)}",
+            f"ce-subject {_shown(subject)} is not the body's job id {_shown(job_id)}",
         )
-    expected = expected_event_id(body.status, body.job_id)
+    expected = expected_event_id(status, job_id)
     event_id = _optional_text(headers, "ce-id")
     if event_id is not None and event_id != expected:
         raise RejectedMessageError(

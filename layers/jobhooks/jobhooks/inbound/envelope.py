@@ -19,9 +19,9 @@ express) is written as the string `nan`, `inf` or `-inf` with type `float`.
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import math
+from binascii import a2b_base64
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -186,16 +186,14 @@ def properties_from_amqp(props: Any) -> dict[str, Any]:
 def header_text(value: HeaderValue) -> str | None:
     """A header as text: AMQP strings as they are, byte arrays as UTF-8, anything else None
     (a long string that is not UTF-8 included: it has no text)."""
-    if isinstance(value, str):
+    if type(value) is str:  # exact types first: a dozen reads a message, nearly all of these
         return value
-    if isinstance(value, NonUtf8String):
-        return None
-    if isinstance(value, bytes):
+    if type(value) is bytes or (isinstance(value, bytes) and not isinstance(value, NonUtf8String)):
         try:
             return value.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    return None
+    return value if isinstance(value, str) else None
 
 
 def _now_rfc3339() -> str:
@@ -218,9 +216,10 @@ def _required(document: dict[str, Any], name: str, kind: type) -> Any:
 
 def _b64decode(text: str, where: str) -> bytes:
     try:
-        # strict_mode: only the standard alphabet with correct padding, like validate=True.
-        return binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
-    except (binascii.Error, UnicodeEncodeError):
+        # strict_mode: only the standard alphabet with correct padding, like validate=True. A
+        # str argument must be ASCII: anything else raises ValueError, like bad base64 does.
+        return a2b_base64(text, strict_mode=True)
+    except ValueError:
         raise _malformed(f"{where} is not standard base64") from None
 
 
@@ -284,22 +283,35 @@ def _decode_table(entries: Any, where: str, depth: int) -> dict[str, HeaderValue
     if not isinstance(entries, list):
         raise _malformed(f"{where} must be a list of [name, type, value]")
     table: dict[str, HeaderValue] = {}
-    for index, entry in enumerate(entries):
-        if not (type(entry) is list and len(entry) == 3 and type(entry[0]) is str):
-            raise _malformed(f"{where}[{index}] must be [name, type, value]")
+    # The location for an error message is only formatted when there is an error.
+    for entry in entries:
+        if type(entry) is not list or len(entry) != 3:
+            raise _malformed(f"{where}[{_position(entries, entry)}] must be [name, type, value]")
         name, kind, raw = entry
-        # Every Fetcher header is a byte array or a string: those take the short path, and the
-        # location for an error message is only formatted when there is an error.
-        if kind == "str" and type(raw) is str:
+        if type(name) is not str:
+            raise _malformed(f"{where}[{_position(entries, entry)}] must be [name, type, value]")
+        # Fetcher's headers are byte arrays, strings and one integer (x-retry-count): those take
+        # the short path.
+        if type(raw) is str:
+            if kind == "bytes":
+                try:
+                    # A str must be ASCII: anything else raises ValueError, as bad base64 does.
+                    table[name] = a2b_base64(raw, strict_mode=True)
+                except ValueError:
+                    raise _malformed(f"{where}[{name!r}] is not standard base64") from None
+                continue
+            if kind == "str":
+                table[name] = raw
+                continue
+        elif kind == "int" and type(raw) is int:
             table[name] = raw
-        elif kind == "bytes" and type(raw) is str:
-            try:
-                table[name] = binascii.a2b_base64(raw.encode("ascii"), strict_mode=True)
-            except (binascii.Error, UnicodeEncodeError):
-                raise _malformed(f"{where}[{name!r}] is not standard base64") from None
-        else:
-            table[name] = _decode_value(kind, raw, f"{where}[{name!r}]", depth + 1)
+            continue
+        table[name] = _decode_value(kind, raw, f"{where}[{name!r}]", depth + 1)
     return table
+
+
+def _position(entries: list[Any], entry: object) -> int:
+    return next(index for index, candidate in enumerate(entries) if candidate is entry)
 
 
 def _decode_value(kind: Any, raw: Any, where: str, depth: int) -> HeaderValue:

@@ -8,10 +8,21 @@ documentation shows snake_case; v1.4.x producers send no CloudEvents headers and
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    TypeAdapter,
+    ValidationError,
+    with_config,
+)
+from typing_extensions import TypedDict  # pydantic needs it, not typing's, before Python 3.12
 
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 
@@ -22,7 +33,7 @@ STATUSES: tuple[JobStatus, ...] = ("completed", "failed")
 # 2,048 bytes; Fetcher's are UUIDs. 256 characters stay under the cap in any UTF-8.
 MAX_JOB_ID_CHARS = 256
 
-_CURRENT_ROUTING_KEY = re.compile(r"job\.(completed|failed)")
+_CURRENT_ROUTING_KEYS: dict[str, JobStatus] = {"job.completed": "completed", "job.failed": "failed"}
 # v1.4.x: job.<status>.<source>, source lower-cased [a-z0-9_-], at most 64 characters.
 _LEGACY_ROUTING_KEY = re.compile(r"job\.(completed|failed)\.([a-z0-9_-]{1,64})")
 
@@ -62,25 +73,43 @@ class JobResult(_Lenient):
     protection: ResultProtection | None = None
 
 
-class JobBody(_Lenient):
-    """The JSON body, camelCase (wire) or snake_case (documentation)."""
+@with_config(ConfigDict(extra="ignore"))
+class JobBody(TypedDict):
+    """The JSON body, camelCase (wire) or snake_case (documentation), as validated.
 
-    job_id: str = Field(validation_alias=AliasChoices("jobId", "job_id"))
+    A TypedDict, not a model: pydantic validates it just the same (`_BODY`), and building a
+    model instance from the result cost as much again as the validation, for every message.
+    An optional field the body leaves out is a key left out (`metadata` then means `{}`).
+    """
+
+    job_id: Annotated[str, Field(validation_alias=AliasChoices("jobId", "job_id"))]
     status: JobStatus
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    result: JobResult | None = None
-    execution_time_ms: StrictInt | None = Field(
-        None, validation_alias=AliasChoices("executionTimeMs", "execution_time_ms")
-    )
-    completed_at: str | None = Field(
-        None, validation_alias=AliasChoices("completedAt", "completed_at")
-    )
+    metadata: NotRequired[dict[str, Any]]
+    result: NotRequired[JobResult | None]
+    execution_time_ms: NotRequired[
+        Annotated[
+            StrictInt | None,
+            Field(validation_alias=AliasChoices("executionTimeMs", "execution_time_ms")),
+        ]
+    ]
+    completed_at: NotRequired[
+        Annotated[str | None, Field(validation_alias=AliasChoices("completedAt", "completed_at"))]
+    ]
 
 
-class JobEvent(BaseModel):
-    """One verified, cross-checked terminal job event."""
+_BODY = TypeAdapter(JobBody)
 
-    model_config = ConfigDict(frozen=True)
+
+@dataclass(slots=True, kw_only=True)
+class JobEvent:
+    """One verified, cross-checked terminal job event.
+
+    Built once per message, by `read_job_event` only, from values it has just validated. A
+    plain slots dataclass because it sits on the ingest function's hot path: validating the
+    values again into a pydantic model, or a frozen dataclass (whose `__init__` sets each of
+    the twenty fields through `object.__setattr__`), costs about three times as much. Nothing
+    changes an event once it is read; treat it as immutable.
+    """
 
     event_id: str
     tenant_id: str
@@ -100,7 +129,7 @@ class JobEvent(BaseModel):
     """`t`, signed: when the producer's outbox relayed this copy (changes on re-emission)."""
     received_at: datetime
     """The receipt clock (SQS `SentTimestamp`)."""
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
     result: JobResult | None = None
     execution_time_ms: int | None = None
     completed_at: datetime | None = None
@@ -118,8 +147,8 @@ class JobEvent(BaseModel):
 
 def routing_status(routing_key: str) -> tuple[JobStatus, bool]:
     """The status a routing key announces, and whether it is the legacy form."""
-    if match := _CURRENT_ROUTING_KEY.fullmatch(routing_key):
-        return _status(match.group(1)), False
+    if status := _CURRENT_ROUTING_KEYS.get(routing_key):
+        return status, False
     if match := _LEGACY_ROUTING_KEY.fullmatch(routing_key):
         return _status(match.group(1)), True
     raise RejectedMessageError(
@@ -155,7 +184,7 @@ def parse_body(document: dict[str, Any] | None) -> JobBody:
             "failed",
         )
     try:
-        return JobBody.model_validate(document)
+        return _BODY.validate_python(document)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -167,15 +196,37 @@ def parse_body(document: dict[str, Any] | None) -> JobBody:
 def parse_rfc3339(text: str | None) -> datetime | None:
     """An RFC 3339 time with up to nine fractional digits (Go's format), as aware UTC.
 
-    Parsed explicitly rather than with `fromisoformat`, whose acceptance of nine fractional
+    Parsed by this grammar rather than by `fromisoformat`, whose acceptance of nine fractional
     digits and of lower-case `t`/`z` differs across the Python versions we support. Digits
     beyond microseconds are truncated.
     """
     if not text:
         return None
-    match = _RFC3339.fullmatch(text.strip())
+    text = text.strip()
+    match = _RFC3339.fullmatch(text)
     if not match:
         return None
+    fraction, zone = match[7], match[8]
+    # The producer's own form (`2026-07-13T18:04:11.204Z`: ASCII, `T`, `Z`, 0, 3 or 6 digits) is
+    # one every supported Python's fromisoformat reads alike, in C, where int() of each field
+    # costs twice the whole call. Hour 24 takes the general path, which rejects it, whatever a
+    # newer fromisoformat would make of it.
+    if (
+        zone == "Z"
+        and text[10] == "T"
+        and (fraction is None or len(fraction) in (3, 6))
+        and text.isascii()
+        and match[4] < "24"
+    ):
+        try:
+            return datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    return _from_fields(match)
+
+
+def _from_fields(match: re.Match[str]) -> datetime | None:
+    """The general path of `parse_rfc3339`, from the fields of a `_RFC3339` match."""
     year, month, day, hour, minute, second, fraction, zone = match.groups()
     micros = int((fraction or "0")[:6].ljust(6, "0"))
     try:
@@ -187,5 +238,8 @@ def parse_rfc3339(text: str | None) -> datetime | None:
     if zone not in ("Z", "z"):
         sign = 1 if zone[0] == "+" else -1
         hours, minutes = int(zone[1:3]), int(zone[4:6])
-        moment -= sign * timedelta(hours=hours, minutes=minutes)
+        try:
+            moment -= sign * timedelta(hours=hours, minutes=minutes)
+        except OverflowError:  # 0001-01-01T00:30+01:00 is before datetime's first UTC instant
+            return None
     return moment

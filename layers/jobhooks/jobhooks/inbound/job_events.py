@@ -83,14 +83,17 @@ def _read(message: ForwardedMessage, policy: VerificationPolicy, received_at: da
     event_id = check_event_identity(message.headers, body, routed_status)
     headers = message.headers
     source = checked_source(headers, policy.allowed_sources)
-    has_cloudevents = any(name.startswith("ce-") for name in headers)
-    error = body.metadata.get("error") if body.status == "failed" else None
+    # Every CloudEvents producer sends ce-specversion; the scan is for one that does not.
+    has_cloudevents = "ce-specversion" in headers or any(name.startswith("ce-") for name in headers)
+    status = body["status"]
+    metadata = body.get("metadata", {})
+    error = metadata.get("error") if status == "failed" else None
     error_message = error.get("message") if isinstance(error, dict) else None
     return JobEvent(
         event_id=event_id,
         tenant_id=tenant_id,
-        job_id=body.job_id,
-        status=body.status,
+        job_id=body["job_id"],
+        status=status,
         exchange=message.exchange,
         routing_key=message.routing_key,
         vhost=message.vhost,
@@ -104,10 +107,10 @@ def _read(message: ForwardedMessage, policy: VerificationPolicy, received_at: da
         ),
         signed_at=signed_time(signature),
         received_at=received_at.astimezone(UTC),
-        metadata=body.metadata,
-        result=body.result if body.status == "completed" else None,
-        execution_time_ms=body.execution_time_ms,
-        completed_at=parse_rfc3339(body.completed_at),
+        metadata=metadata,
+        result=body.get("result") if status == "completed" else None,
+        execution_time_ms=body.get("execution_time_ms"),
+        completed_at=parse_rfc3339(body.get("completed_at")),
         error_message=error_message if isinstance(error_message, str) else None,
         legacy=legacy_route or not has_cloudevents,
         signature_key=signature.key_fingerprint,

@@ -14,34 +14,42 @@ import re
 REDACTED = "[redacted]"
 MAX_MESSAGE_CHARS = 512
 
-# (cheap substring that must be present, pattern, replacement): the substring test skips a
-# regex pass on the common message that holds nothing to redact.
-_RULES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+# (substrings of which one must be present, pattern, replacement): each pattern matches only
+# text holding one of its substrings, so these cheap tests skip the regex pass on the common
+# message that holds nothing to redact. This runs for every failed event.
+_RULES: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = (
     # 1. Connection URIs: postgres://user:pass@host/db, mongodb+srv://…, amqps://…
-    ("://", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+"), REDACTED),
+    (("://",), re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+"), REDACTED),
     # 2. Go net.OpError: "dial tcp 10.0.0.5:5432: connect: …", "read tcp a->b: i/o timeout".
     (
-        "",
+        ("dial", "read", "write", "listen", "accept"),
         re.compile(
             r"\b((?:dial|read|write|listen|accept)\s+(?:tcp|udp|ip|unix)[46]?)\s+\S+?(?=:\s|:?$)"
         ),
         rf"\1 {REDACTED}",
     ),
     # 3. MongoDB driver errors: "… Addr: mongo-0.internal:27017, …".
-    ("Addr:", re.compile(r"\bAddr:\s*[^\s,;)]+"), f"Addr: {REDACTED}"),
+    (("Addr:",), re.compile(r"\bAddr:\s*[^\s,;)]+"), f"Addr: {REDACTED}"),
     # 4. IPv4 literals, with an optional port.
-    ("", re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?(?![\w.])"), REDACTED),
+    ((".",), re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?(?![\w.])"), REDACTED),
 )
 
 
 def sanitize_error_message(text: str) -> str:
-    for marker, pattern, replacement in _RULES:
-        if marker in text:
+    for markers, pattern, replacement in _RULES:
+        if _holds_any(text, markers):
             text = pattern.sub(replacement, text)
     text = " ".join(text.split())  # no control characters or multi-line dumps
     if len(text) > MAX_MESSAGE_CHARS:
         text = text[: MAX_MESSAGE_CHARS - 1] + "…"
     return text
+
+
+def _holds_any(text: str, markers: tuple[str, ...]) -> bool:
+    for marker in markers:  # noqa: SIM110 - a loop: any() builds a generator, 2.5x slower here
+        if marker in text:
+            return True
+    return False
 
 
 # Categories, checked in this order against the lower-cased sanitized message. The producer
@@ -99,7 +107,7 @@ def categorize_error(sanitized_message: str | None) -> str:
     if _names_a_missing_connection(text):
         return "connection_not_found"
     for name, markers in _CATEGORIES:
-        if any(marker in text for marker in markers):
+        if _holds_any(text, markers):
             return name
     return "unknown"
 
@@ -109,4 +117,4 @@ def _names_a_missing_connection(text: str) -> bool:
     if "no such connection" in text or "unknown connection" in text or "missing connection" in text:
         return True
     at = text.find("connection")
-    return at >= 0 and any(marker in text[at:] for marker in _NOT_FOUND)
+    return at >= 0 and _holds_any(text[at:], _NOT_FOUND)

@@ -57,16 +57,16 @@ def verify_signature(
     signature = header_text(headers.get(SIGNATURE_HEADER))
     raw_timestamp = headers.get(TIMESTAMP_HEADER)
     version = header_text(headers.get(VERSION_HEADER))
-    missing = [
-        name
-        for name, value in (
-            (SIGNATURE_HEADER, signature),
-            (TIMESTAMP_HEADER, raw_timestamp),
-            (VERSION_HEADER, version),
-        )
-        if value is None or value == ""
-    ]
-    if missing or signature is None or version is None:
+    if not signature or not version or raw_timestamp is None or raw_timestamp == "":
+        missing = [
+            name
+            for name, value in (
+                (SIGNATURE_HEADER, signature),
+                (TIMESTAMP_HEADER, raw_timestamp),
+                (VERSION_HEADER, version),
+            )
+            if value is None or value == ""
+        ]
         raise RejectedMessageError(
             Reason.MISSING_SIGNATURE,
             f"the message is unsigned: header {', '.join(missing)} is missing",
@@ -118,7 +118,9 @@ def _matches(key: HmacKey, signed: bytes, provided: bytes) -> bool:
 def parse_timestamp(value: HeaderValue) -> int:
     """`t` as the producer parses it: a base-10 int64 string, or an integer header (a
     timestamp header is neither, whether datetime holds it or not)."""
-    if isinstance(value, int) and not isinstance(value, bool | OutOfRangeTimestamp):
+    if type(value) is str and value.isascii() and value.isdigit():
+        number = int(value)  # the producer's own form, without the regex
+    elif isinstance(value, int) and not isinstance(value, bool | OutOfRangeTimestamp):
         number = value
     else:
         text = header_text(value)
