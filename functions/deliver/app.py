@@ -6,6 +6,7 @@ partial batch response: records to retry later are reported, everything else is 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -16,7 +17,8 @@ from jobhooks.delivery.metrics import PowertoolsDeliveryMetrics
 from jobhooks.delivery.settings import DeliverSettings
 
 logger = Logger()
-metrics = Metrics()
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "jobhooks"))
+# The use case logs through the standard library (`jobhooks.*`): format it like ours.
 copy_config_to_registered_loggers(source_logger=logger, include={"jobhooks"})
 # At import, so a bad JOBHOOKS_* variable fails the cold start with its name in the message.
 deliverer = Deliverer.from_settings(
