@@ -21,12 +21,12 @@ from jobhooks.ingest import (
     IngestOutcome,
     IngestService,
     IngestSettings,
-    InvalidCursorError,
     QuarantinedMessageNotFoundError,
     QuarantineStatus,
     QuarantineStore,
     build_ingest_service,
 )
+from jobhooks.storage.exceptions import InvalidCursorError
 from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import LocalResources
 from jobhooks_tools.sample_events import demo_key, make_job_event, re_emit

@@ -50,8 +50,10 @@ from jobhooks.delivery.http_client import DEFAULT_CONNECT_TIMEOUT_SECONDS, PostE
 from jobhooks.delivery.parking import ParkingSummary, ParkReason, park_delivery
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule, UniformRandom
 from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError
+from jobhooks.storage.clients import aws_client
+from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.exceptions import SubscriptionError, SubscriptionNotFoundError
-from jobhooks.subscriptions.model import Subscription, utc_now
+from jobhooks.subscriptions.model import Subscription
 from jobhooks.webhook_signature import webhook_headers
 
 if TYPE_CHECKING:
@@ -236,32 +238,26 @@ class Deliverer:
     def from_settings(
         cls, settings: DeliverSettings, *, metrics: DeliveryMetrics | None = None
     ) -> Deliverer:
-        """The production wiring: boto3 clients (AWS_ENDPOINT_URL aware) and the HTTP client."""
-        import boto3
-        from botocore.config import Config
-
+        """The production wiring: AWS clients (AWS_ENDPOINT_URL aware) and the HTTP client."""
         from jobhooks.subscriptions.store import SubscriptionStore
 
-        config = Config(
-            retries={"mode": "standard", "max_attempts": 4},
-            connect_timeout=3,
-            read_timeout=10,
-            # Every worker thread may hold a connection at once.
-            max_pool_connections=settings.delivery_concurrency + 4,
-        )
-        dynamodb = boto3.client("dynamodb", config=config)
+        # Every worker thread may hold a connection at once.
+        pool = settings.delivery_concurrency + 4
+        dynamodb = aws_client("dynamodb", max_pool_connections=pool)
         return cls(
             attempt_log=AttemptLog(
                 settings.deliveries_table, dynamodb, retention_days=settings.attempt_log_days
             ),
             subscriptions=SubscriptionStore(
-                settings.subscriptions_table, dynamodb, boto3.client("kms", config=config)
+                settings.subscriptions_table,
+                dynamodb,
+                aws_client("kms", max_pool_connections=pool),
             ),
             client=make_webhook_client(
                 allow_private_networks=settings.allow_private_webhooks,
                 total_timeout=settings.delivery_timeout_seconds,
             ),
-            sqs=boto3.client("sqs", config=config),
+            sqs=aws_client("sqs", max_pool_connections=pool),
             delivery_queue_url=settings.delivery_queue_url,
             delivery_dlq_url=settings.delivery_dlq_url,
             schedule=settings.retry_schedule,

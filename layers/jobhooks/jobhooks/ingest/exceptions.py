@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from jobhooks.errors import JobhooksError
+from jobhooks.storage.clients import aws_error_code
 
 
 class IngestError(JobhooksError):
@@ -81,19 +82,6 @@ class AwsServiceError(IngestError):
         return cls(operation, aws_error_code(error))
 
 
-def aws_error_code(error: Any) -> str:
-    """The AWS error code of a botocore `ClientError` (`Unknown` for anything else)."""
-    response = getattr(error, "response", None)
-    if isinstance(response, dict):
-        return str(response.get("Error", {}).get("Code", "Unknown"))
-    return "Unknown"
-
-
-def is_condition_failure(error: Any) -> bool:
-    """A DynamoDB conditional write whose condition did not hold."""
-    return aws_error_code(error) == "ConditionalCheckFailedException"
-
-
 class FetcherKeysUnavailableError(IngestError):
     """The Fetcher HMAC keys could not be read: a configuration problem, not a bad message."""
 
@@ -160,19 +148,3 @@ class QuarantinedMessageIncompleteError(IngestError):
             "to keep; replay the original from the ingest dead-letter queue instead"
         )
         self.quarantine_id = quarantine_id
-
-
-class InvalidCursorError(IngestError):
-    code = "invalid_cursor"
-
-    def __init__(self) -> None:
-        super().__init__(
-            "the cursor is not one this listing returned; start again without a cursor"
-        )
-
-
-class InvalidPageSizeError(IngestError):
-    code = "invalid_page_size"
-
-    def __init__(self, maximum: int) -> None:
-        super().__init__(f"the page size must be between 1 and {maximum}")

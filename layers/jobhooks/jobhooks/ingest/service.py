@@ -26,21 +26,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
-from jobhooks.clock import utc_now
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.inbound.keys import parse_key_list
 from jobhooks.inbound.outcome import webhook_payload
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks.ingest.busy_records import BusyRecords
-from jobhooks.ingest.claims import (
-    DEFAULT_PAGE_SIZE,
-    Claim,
-    ClaimStore,
-    Duplicate,
-    EventPage,
-    EventRecord,
-)
+from jobhooks.ingest.claims import Claim, ClaimStore, Duplicate, EventPage, EventRecord
 from jobhooks.ingest.exceptions import (
     ClaimInProgressError,
     ClaimLostError,
@@ -54,6 +46,9 @@ from jobhooks.ingest.ports import DeliveryTasks, EventClaims, Quarantine, Subscr
 from jobhooks.ingest.quarantine import QuarantineStore
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.telemetry import IngestTelemetry
+from jobhooks.storage.clients import aws_client
+from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
+from jobhooks.storage.times import utc_now
 
 DEFAULT_MAX_LEASE_MS: Final = 120_000
 
@@ -348,26 +343,16 @@ def build_ingest_service(
     telemetry: IngestTelemetry | None = None,
     clock: Callable[[], datetime] = utc_now,
 ) -> IngestService:
-    """The service over real AWS clients (from `session`, or boto3's default session)."""
-    import boto3
-    from botocore.config import Config
-
+    """The service over AWS clients (from `session`, or boto3's default session)."""
     from jobhooks.subscriptions.store import SubscriptionStore
 
-    make_client = session.client if session is not None else boto3.client
-    # Matching never decrypts a secret: the subscription stores need no KMS client.
-    config = Config(
-        retries={"mode": "standard", "max_attempts": 3},
-        connect_timeout=3,
-        read_timeout=10,
-    )
-    dynamodb = make_client("dynamodb", config=config)
-    sqs = make_client("sqs", config=config)
+    dynamodb = aws_client("dynamodb", session=session)
+    sqs = aws_client("sqs", session=session)
     keys: FetcherKeySource
     if settings.fetcher_keys_secret_arn:
         from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-        provider = SecretsProvider(boto3_client=make_client("secretsmanager", config=config))
+        provider = SecretsProvider(boto3_client=aws_client("secretsmanager", session=session))
         keys = SecretKeys(settings.fetcher_keys_secret_arn, provider)
     else:
         keys = StaticKeys(parse_key_list(settings.fetcher_hmac_keys))
@@ -384,6 +369,7 @@ def build_ingest_service(
             retention_seconds=settings.quarantine_retention_seconds,
             clock=clock,
         ),
+        # Matching never decrypts a secret: the subscription stores need no KMS client.
         subscriptions=SubscriptionStore(
             settings.subscriptions_table,
             dynamodb,

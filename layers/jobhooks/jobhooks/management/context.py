@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 from jobhooks.delivery.attempt_log import AttemptLog
 from jobhooks.delivery.deliver import WebhookPoster
@@ -33,14 +33,9 @@ from jobhooks.management.settings import (
     RedriveMethod,
     effective_redrive_method,
 )
-from jobhooks.subscriptions.model import utc_now
+from jobhooks.storage.clients import aws_client
+from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.store import SubscriptionStore
-
-# The API function has 15 s in all (template.yaml); each AWS call gets a short leash and one
-# retry, so a slow dependency surfaces as an error answer instead of a function timeout.
-_AWS_CONNECT_TIMEOUT: Final = 3
-_AWS_READ_TIMEOUT: Final = 5
-_AWS_ATTEMPTS: Final = 2
 
 
 @dataclass
@@ -75,18 +70,9 @@ def build_management_context(
     webhook_client: WebhookPoster | None = None,
     sqs: Any = None,
 ) -> ManagementContext:
-    """The context over boto3 clients from `session` (default: boto3's default session)."""
-    import boto3
-    from botocore.config import Config
-
+    """The context over AWS clients from `session` (default: boto3's default session)."""
     environ = os.environ if environ is None else environ
-    make_client = session.client if session is not None else boto3.client
-    config = Config(
-        retries={"mode": "standard", "max_attempts": _AWS_ATTEMPTS},
-        connect_timeout=_AWS_CONNECT_TIMEOUT,
-        read_timeout=_AWS_READ_TIMEOUT,
-    )
-    dynamodb = make_client("dynamodb", config=config)
+    dynamodb = aws_client("dynamodb", session=session)
     policy = NetworkPolicy(
         allow_private_networks=settings.allow_private_webhooks, resolver=resolver
     )
@@ -107,7 +93,7 @@ def build_management_context(
         subscriptions=SubscriptionStore(
             settings.subscriptions_table,
             dynamodb,
-            make_client("kms", config=config),
+            aws_client("kms", session=session),
             kms_key_id=settings.kms_key_id or None,
             allow_http_urls=settings.allow_private_webhooks,
             clock=clock,
@@ -128,7 +114,7 @@ def build_management_context(
             retention_seconds=int(settings.quarantine_retention_days * SECONDS_PER_DAY),
             clock=clock,
         ),
-        sqs=sqs if sqs is not None else make_client("sqs", config=config),
+        sqs=sqs if sqs is not None else aws_client("sqs", session=session),
         network_policy=policy,
         webhook_client=webhook_client,
         redrive_method=effective_redrive_method(settings.dlq_redrive, environ),

@@ -28,7 +28,7 @@ from jobhooks.management.models import (
     DeliverySummary,
     ReplayedDelivery,
 )
-from jobhooks.subscriptions.store import MAX_PAGE_SIZE as MAX_SUBSCRIPTIONS_PAGE
+from jobhooks.storage.pages import MAX_PAGE_SIZE
 
 
 def list_deliveries(
@@ -77,9 +77,7 @@ def event_subscription_ids(
     found: list[str] = []
     cursor: str | None = None
     while True:
-        page = context.subscriptions.list_by_tenant(
-            tenant_id, limit=MAX_SUBSCRIPTIONS_PAGE, cursor=cursor
-        )
+        page = context.subscriptions.list_by_tenant(tenant_id, limit=MAX_PAGE_SIZE, cursor=cursor)
         found.extend(subscription.subscription_id for subscription in page.subscriptions)
         cursor = page.next_cursor
         if cursor is None:

@@ -20,8 +20,6 @@ from jobhooks.delivery.attempt_log import (
     DeliveryLogBusyError,
     DeliveryLogError,
     DeliveryNotFoundError,
-    InvalidDeliveryCursorError,
-    InvalidDeliveryPageSizeError,
 )
 from jobhooks.delivery.exceptions import RefusedUrlError
 from jobhooks.ingest.exceptions import (
@@ -32,19 +30,12 @@ from jobhooks.ingest.exceptions import (
     QuarantinedMessageIncompleteError,
     QuarantinedMessageNotFoundError,
 )
-from jobhooks.ingest.exceptions import (
-    InvalidCursorError as IngestInvalidCursorError,
-)
-from jobhooks.ingest.exceptions import (
-    InvalidPageSizeError as IngestInvalidPageSizeError,
-)
 from jobhooks.settings import ConfigurationError
+from jobhooks.storage.exceptions import InvalidCursorError, InvalidPageSizeError
 from jobhooks.subscriptions.exceptions import (
-    InvalidCursorError,
     InvalidDescriptionError,
     InvalidEventTypeError,
     InvalidGracePeriodError,
-    InvalidPageSizeError,
     InvalidStatusError,
     InvalidTenantIdError,
     InvalidUrlError,
@@ -166,15 +157,11 @@ _SUBSCRIPTION_FIELDS: Final[dict[type[SubscriptionError], str]] = {
     InvalidDescriptionError: "description",
     InvalidStatusError: "status",
     InvalidGracePeriodError: "grace_seconds",
-    InvalidCursorError: "cursor",
-    InvalidPageSizeError: "limit",
 }
 
 _DELIVERY_LOG_STATUSES: Final[dict[type[DeliveryLogError], tuple[HTTPStatus, str | None]]] = {
     DeliveryNotFoundError: (HTTPStatus.NOT_FOUND, None),
     DeliveryLogBusyError: (HTTPStatus.SERVICE_UNAVAILABLE, None),
-    InvalidDeliveryCursorError: (HTTPStatus.UNPROCESSABLE_ENTITY, "cursor"),
-    InvalidDeliveryPageSizeError: (HTTPStatus.UNPROCESSABLE_ENTITY, "limit"),
 }
 
 _INGEST_STATUSES: Final[dict[type[IngestError], tuple[HTTPStatus, str | None]]] = {
@@ -182,8 +169,6 @@ _INGEST_STATUSES: Final[dict[type[IngestError], tuple[HTTPStatus, str | None]]] 
     QuarantinedMessageNotFoundError: (HTTPStatus.NOT_FOUND, None),
     EventInProgressError: (HTTPStatus.CONFLICT, None),
     QuarantinedMessageIncompleteError: (HTTPStatus.CONFLICT, None),
-    IngestInvalidCursorError: (HTTPStatus.UNPROCESSABLE_ENTITY, "cursor"),
-    IngestInvalidPageSizeError: (HTTPStatus.UNPROCESSABLE_ENTITY, "limit"),
     AwsServiceError: (HTTPStatus.BAD_GATEWAY, None),
 }
 
@@ -205,6 +190,11 @@ def api_error_for(error: BaseException) -> ApiError:
             error.code.value,
             with_field("url", error.message),
             "url",
+        )
+    if isinstance(error, InvalidCursorError | InvalidPageSizeError):
+        at = "cursor" if isinstance(error, InvalidCursorError) else "limit"
+        return ApiError(
+            HTTPStatus.UNPROCESSABLE_ENTITY, error.code, with_field(at, error.message), at
         )
     if isinstance(error, SubscriptionError):
         return _subscription_error(error)

@@ -35,8 +35,6 @@ QUARANTINE_ID_PATTERN: Final = r"^q_[0-9a-f]{32}$"
 # A `ce-id` (fetcher.job.<status>.<job id>): the characters that are safe in a path segment.
 EVENT_ID_PATTERN: Final = r"^[A-Za-z0-9._~:@+=-]{1,512}$"
 CURSOR_MAX_LENGTH: Final = 2048
-DEFAULT_PAGE_SIZE: Final = 50
-MAX_PAGE_SIZE: Final = 100
 TEST_EVENT_TYPE: Final = "jobhooks.test"
 
 Timestamp = Annotated[

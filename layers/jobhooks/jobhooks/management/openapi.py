@@ -18,10 +18,8 @@ from jobhooks import __version__
 from jobhooks.inbound.rejection import Reason
 from jobhooks.management.models import (
     CURSOR_MAX_LENGTH,
-    DEFAULT_PAGE_SIZE,
     DELIVERY_ID_PATTERN,
     EVENT_ID_PATTERN,
-    MAX_PAGE_SIZE,
     QUARANTINE_ID_PATTERN,
     SUBSCRIPTION_ID_PATTERN,
     CreateSubscriptionRequest,
@@ -32,6 +30,7 @@ from jobhooks.management.models import (
     RotateSecretRequest,
     UpdateSubscriptionRequest,
 )
+from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from jobhooks.subscriptions.model import MAX_TENANT_ID_LENGTH
 
 TITLE: Final = "jobhooks management API"

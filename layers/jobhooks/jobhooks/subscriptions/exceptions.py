@@ -58,14 +58,6 @@ class InvalidGracePeriodError(SubscriptionValidationError):
     code = "invalid_grace_period"
 
 
-class InvalidCursorError(SubscriptionValidationError):
-    code = "invalid_cursor"
-
-
-class InvalidPageSizeError(SubscriptionValidationError):
-    code = "invalid_page_size"
-
-
 class SubscriptionConflictError(SubscriptionError):
     """Concurrent writers kept changing the subscription while this change was applied."""
 

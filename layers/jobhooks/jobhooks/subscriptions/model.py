@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from secrets import token_urlsafe
 from typing import Final
@@ -117,18 +117,6 @@ def new_subscription_id() -> str:
 
 def new_secret_id() -> str:
     return SECRET_ID_PREFIX + token_urlsafe(12)
-
-
-def utc_now() -> datetime:
-    return to_stored_precision(datetime.now(UTC))
-
-
-def to_stored_precision(moment: datetime) -> datetime:
-    """`moment` in UTC, truncated to the millisecond the store keeps, so round trips are exact."""
-    if moment.tzinfo is None:
-        raise ValueError("timestamps must be timezone-aware")
-    moment = moment.astimezone(UTC)
-    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
 def parse_event_types(event_types: Iterable[str]) -> tuple[EventType, ...]:
