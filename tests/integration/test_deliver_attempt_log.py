@@ -11,9 +11,9 @@ from jobhooks.delivery.attempt_log import (
     MAX_LOGGED_ATTEMPTS,
     SUCCESS_RESPONSE_BYTES,
     DeliveryAttempt,
-    DeliveryNotFoundError,
     DeliveryStatus,
 )
+from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.delivery_task import DeliveryTask, delivery_task_for
 from jobhooks.storage.exceptions import InvalidCursorError, InvalidPageSizeError
 from jobhooks_tools.local.template import LocalResources

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from jobhooks.exceptions import JobhooksError
 from jobhooks.inbound.cross_checks import parse_source_list
 from jobhooks.inbound.job_events import VerificationPolicy
 from jobhooks.inbound.keys import HmacKey, KeyConfigurationError, parse_key_list
@@ -20,8 +22,15 @@ PREFIX = "JOBHOOKS_"
 SettingsT = TypeVar("SettingsT", bound="Settings")
 
 
-class ConfigurationError(ValueError):
+class ConfigurationError(JobhooksError, ValueError):
     """The process cannot start: a variable is missing or invalid (the message says which)."""
+
+    code = "configuration_error"
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+
+    def __str__(self) -> str:
+        # What the cold start's traceback shows: the variable's name first.
+        return self.message
 
 
 class Settings(BaseModel):

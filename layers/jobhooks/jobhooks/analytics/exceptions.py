@@ -1,14 +1,16 @@
-"""Errors of the analytics capability: each has a stable `code` and a sentence saying what to do."""
+"""Errors of the analytics capability: each has a stable `code`, the HTTP `status` of the API's
+answer (`jobhooks.exceptions`) and a sentence saying what to do."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from http import HTTPStatus
+from typing import Any
 
-from jobhooks.errors import JobhooksError
+from jobhooks.exceptions import JobhooksError
 
 
 class AnalyticsError(JobhooksError):
-    code: ClassVar[str] = "analytics_error"
+    code = "analytics_error"
 
 
 class AnalyticsWriteError(AnalyticsError):
@@ -53,6 +55,7 @@ class PseudonymizationKeyError(AnalyticsError):
     """The pseudonymization key is missing, unreadable or too short."""
 
     code = "pseudonymization_key_unavailable"
+    status = HTTPStatus.SERVICE_UNAVAILABLE
 
     def __init__(self, detail: str) -> None:
         super().__init__(
@@ -63,6 +66,7 @@ class PseudonymizationKeyError(AnalyticsError):
 
 class UnknownQuestionError(AnalyticsError):
     code = "unknown_question"
+    status = HTTPStatus.NOT_FOUND
 
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(
@@ -73,6 +77,7 @@ class UnknownQuestionError(AnalyticsError):
 
 class AnalyticsNotConfiguredError(AnalyticsError):
     code = "analytics_not_configured"
+    status = HTTPStatus.SERVICE_UNAVAILABLE
 
     def __init__(self) -> None:
         super().__init__(
@@ -83,16 +88,19 @@ class AnalyticsNotConfiguredError(AnalyticsError):
 
 class InvalidWindowError(AnalyticsError):
     code = "invalid_window"
+    status = HTTPStatus.UNPROCESSABLE_ENTITY
 
 
 class QueryFailedError(AnalyticsError):
     """The engine ran the query and it failed, or was cancelled (e.g. by the scan limit)."""
 
     code = "query_failed"
+    status = HTTPStatus.BAD_GATEWAY
 
 
 class QueryNotFoundError(AnalyticsError):
     code = "query_not_found"
+    status = HTTPStatus.NOT_FOUND
 
     def __init__(self, query_id: str) -> None:
         super().__init__(

@@ -29,13 +29,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobhooks.delivery.exceptions import DeliveryLogBusyError, DeliveryNotFoundError
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
-from jobhooks.errors import JobhooksError
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
@@ -75,36 +75,6 @@ class DeliveryStatus(StrEnum):
     """In the delivery DLQ (attempts exhausted, or the subscription is disabled): replayable."""
     GONE = "gone"
     """The receiver answered 410 Gone; its subscription was disabled."""
-
-
-# -- errors --------------------------------------------------------------------------------------
-
-
-class DeliveryLogError(JobhooksError):
-    """Base class: `code` is stable (API bodies, CLI output), `message` says what to do."""
-
-    code: ClassVar[str] = "delivery_error"
-
-
-class DeliveryNotFoundError(DeliveryLogError):
-    code = "delivery_not_found"
-
-    def __init__(self, delivery_id: str) -> None:
-        super().__init__(
-            f"no delivery {delivery_id!r} is recorded for this tenant (deliveries are kept for "
-            "JOBHOOKS_ATTEMPT_LOG_DAYS days); list the subscription's or the event's deliveries "
-            "to find the right id"
-        )
-        self.delivery_id = delivery_id
-
-
-class DeliveryLogBusyError(DeliveryLogError):
-    code = "deliveries_busy"
-
-    def __init__(self) -> None:
-        super().__init__(
-            "the attempt log is throttling reads right now; try again in a few seconds"
-        )
 
 
 # -- the records ---------------------------------------------------------------------------------

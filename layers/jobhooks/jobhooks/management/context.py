@@ -28,11 +28,13 @@ from jobhooks.ingest.claims import ClaimStore
 from jobhooks.ingest.quarantine import QuarantineStore
 from jobhooks.ingest.service import IngestService, build_ingest_service
 from jobhooks.ingest.settings import SECONDS_PER_DAY, IngestSettings
+from jobhooks.management.exceptions import ManagementMisconfiguredError
 from jobhooks.management.settings import (
     ManagementSettings,
     RedriveMethod,
     effective_redrive_method,
 )
+from jobhooks.settings import ConfigurationError
 from jobhooks.storage.clients import aws_client
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.store import SubscriptionStore
@@ -54,7 +56,8 @@ class ManagementContext:
 
     @functools.cached_property
     def ingest(self) -> IngestService:
-        """The ingest use case; raises `ConfigurationError` when its settings are incomplete."""
+        """The ingest use case; raises `ManagementMisconfiguredError` when its settings are
+        incomplete."""
         if self.ingest_factory is None:
             raise RuntimeError("this context was built without an ingest service")
         return self.ingest_factory()
@@ -86,7 +89,11 @@ def build_management_context(
         )
 
     def ingest() -> IngestService:
-        return build_ingest_service(IngestSettings.from_env(environ), session=session, clock=clock)
+        try:
+            settings = IngestSettings.from_env(environ)
+        except ConfigurationError as error:
+            raise ManagementMisconfiguredError(error.message) from None
+        return build_ingest_service(settings, session=session, clock=clock)
 
     return ManagementContext(
         settings=settings,

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from jobhooks.errors import JobhooksError
+from http import HTTPStatus
+
+from jobhooks.exceptions import JobhooksError
 
 
 class InvalidCursorError(JobhooksError):
     """The cursor was not issued by this listing (another tenant's, forged, or damaged)."""
 
     code = "invalid_cursor"
+    status = HTTPStatus.UNPROCESSABLE_ENTITY
+    field = "cursor"
 
     def __init__(self, scope: str = "") -> None:
         """`scope` says what the listing is bound to, e.g. "for this tenant"."""
@@ -18,6 +22,8 @@ class InvalidCursorError(JobhooksError):
 
 class InvalidPageSizeError(JobhooksError):
     code = "invalid_page_size"
+    status = HTTPStatus.UNPROCESSABLE_ENTITY
+    field = "limit"
 
     def __init__(self, maximum: int) -> None:
         super().__init__(f"the page size must be between 1 and {maximum}")
