@@ -6,14 +6,14 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from jobhooks.delivery.attempt_log import (
+from jobhooks.delivery.attempt_log import MAX_LOGGED_ATTEMPTS
+from jobhooks.delivery.exceptions import DeliveryNotFoundError
+from jobhooks.delivery.model import (
     FAILURE_RESPONSE_BYTES,
-    MAX_LOGGED_ATTEMPTS,
     SUCCESS_RESPONSE_BYTES,
     DeliveryAttempt,
     DeliveryStatus,
 )
-from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.delivery_task import DeliveryTask, delivery_task_for
 from jobhooks.storage.exceptions import InvalidCursorError, InvalidPageSizeError
 from jobhooks_tools.local.template import LocalResources

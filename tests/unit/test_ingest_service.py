@@ -27,9 +27,9 @@ from jobhooks.ingest import (
     QuarantinedMessage,
 )
 from jobhooks.ingest.busy_records import BusyRecords
-from jobhooks.ingest.claims import Claim, ClaimState, Duplicate, EventPage, EventRecord
 from jobhooks.ingest.fetcher_keys import StaticKeys
 from jobhooks.ingest.inbound import InboundMessage
+from jobhooks.ingest.model import Claim, ClaimState, Duplicate, EventPage, EventRecord
 from jobhooks.ingest.quarantine import quarantine_id_for
 from jobhooks.subscriptions import EventType, Subscription
 from jobhooks_tools.sample_events import SampleEvent, demo_key, make_job_event

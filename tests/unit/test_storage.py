@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from jobhooks.delivery.deliver import Deliverer
 from jobhooks.delivery.settings import DeliverSettings
-from jobhooks.ingest.service import build_ingest_service
+from jobhooks.delivery.wiring import build_deliverer
 from jobhooks.ingest.settings import IngestSettings
+from jobhooks.ingest.wiring import build_ingest_service
 from jobhooks.management.context import build_management_context
 from jobhooks.management.settings import ManagementSettings
 from jobhooks.storage.clients import (
@@ -127,7 +127,7 @@ def test_the_deliver_function_makes_no_aws_client_before_its_first_batch(
     monkeypatch.setattr(
         "boto3.client", lambda service_name, **_: made.append(service_name) or FakeClient("x")
     )
-    deliverer = Deliverer.from_settings(DeliverSettings.from_env(ENVIRONMENT))
+    deliverer = build_deliverer(DeliverSettings.from_env(ENVIRONMENT))
     try:
         assert made == []
     finally:

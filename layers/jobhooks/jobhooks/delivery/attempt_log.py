@@ -7,11 +7,11 @@ deliver function's duplicate check is one `GetItem`. Every write is conditional 
 not being `succeeded` already, so a late failure of a duplicate task never overwrites a recorded
 success (a replay, asked for by an operator, is the one exception).
 
-Response excerpts are cut to `SUCCESS_RESPONSE_BYTES` (256) for a 2xx and
-`FAILURE_RESPONSE_BYTES` (1 KiB) otherwise: DynamoDB bills writes per started KiB of the whole
-item, and a first-attempt success with a short excerpt stays a one-unit write. A failure's body
-is what someone debugs, so it keeps more. A log longer than `MAX_LOGGED_ATTEMPTS` (only reached
-by repeated replays) stops growing; `attempt_count` keeps counting.
+The DynamoDB adapter of the `DeliveryLog` port (`ports`); the records it reads and writes are
+the model's (`model`). Response excerpts are stored cut (`DeliveryAttempt.bounded`: 256 bytes
+of a 2xx, 1 KiB otherwise), so a first-attempt success stays a one-unit write. A log longer than
+`MAX_LOGGED_ATTEMPTS` (only reached by repeated replays) stops growing; `attempt_count` keeps
+counting.
 
 The management API reads through `get`, `list_by_subscription` (GSI `by_subscription`, newest
 first) and `list_by_event`. An event's deliveries need no index: their ids are derived from
@@ -28,13 +28,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any, Final
 
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, ConfigDict, Field
 
 from jobhooks.delivery.exceptions import DeliveryLogBusyError, DeliveryNotFoundError
+from jobhooks.delivery.model import DeliveryAttempt, DeliveryPage, DeliveryRecord, DeliveryStatus
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor
@@ -60,84 +59,7 @@ BATCH_GET_BACKOFF_SECONDS: Final = 0.05
 DEFAULT_RETENTION_DAYS: Final = 30
 # Cursors are bound to the subscription or event whose deliveries they page through.
 CURSOR_SCOPE: Final = "for this subscription or event"
-SUCCESS_RESPONSE_BYTES: Final = 256
-FAILURE_RESPONSE_BYTES: Final = 1024
 MAX_LOGGED_ATTEMPTS: Final = 100
-
-
-class DeliveryStatus(StrEnum):
-    PENDING = "pending"
-    """An attempt failed and another one is scheduled."""
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    """Ended without a chance to deliver: the subscription was deleted, or is another tenant's."""
-    PARKED = "parked"
-    """In the delivery DLQ (attempts exhausted, or the subscription is disabled): replayable."""
-    GONE = "gone"
-    """The receiver answered 410 Gone; its subscription was disabled."""
-
-
-# -- the records ---------------------------------------------------------------------------------
-
-
-class DeliveryAttempt(BaseModel):
-    """One POST (or a try that failed before sending): a status code or an error class."""
-
-    model_config = ConfigDict(frozen=True)
-
-    n: int
-    """The attempt number: the SQS receive count of the task when it was made."""
-    at: datetime
-    status_code: int | None = None
-    error: str | None = None
-    """Why no status came back: the HTTP client's error class (`timeout`, `connect_error`, ...)
-    or `signing_error` when the subscription's secrets could not be read."""
-    latency_ms: int = 0
-    response: str = ""
-    """The start of the response body, cut to a few hundred bytes (module docstring)."""
-
-    @property
-    def succeeded(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
-
-    def bounded(self) -> DeliveryAttempt:
-        """This attempt with its excerpt cut to what the log keeps."""
-        limit = SUCCESS_RESPONSE_BYTES if self.succeeded else FAILURE_RESPONSE_BYTES
-        cut = _cut_utf8(self.response, limit)
-        return self if cut == self.response else self.model_copy(update={"response": cut})
-
-
-class DeliveryRecord(BaseModel):
-    """A delivery as the log holds it; safe to return from the API (no payload, no secret)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    delivery_id: str
-    event_id: str
-    webhook_id: str
-    subscription_id: str
-    tenant_id: str
-    event_type: str
-    status: DeliveryStatus
-    status_reason: str | None = None
-    attempts: tuple[DeliveryAttempt, ...] = ()
-    attempt_count: int = 0
-    created_at: datetime
-    updated_at: datetime
-    succeeded_at: datetime | None = None
-    expires_at: datetime
-    succeeded_message_id: str | None = Field(default=None, exclude=True, repr=False)
-    """The SQS message whose POST succeeded: a redelivered replay task is not POSTed again."""
-
-    @property
-    def last_attempt(self) -> DeliveryAttempt | None:
-        return self.attempts[-1] if self.attempts else None
-
-
-@dataclass(frozen=True)
-class DeliveryPage:
-    deliveries: tuple[DeliveryRecord, ...]
-    next_cursor: str | None
 
 
 # -- the store -----------------------------------------------------------------------------------
@@ -386,13 +308,6 @@ class AttemptLog:
 
 def _key(delivery_id: str) -> dict[str, Any]:
     return {"delivery_id": {"S": delivery_id}}
-
-
-def _cut_utf8(text: str, limit: int) -> str:
-    encoded = text.encode("utf-8")
-    if len(encoded) <= limit:
-        return text
-    return encoded[:limit].decode("utf-8", errors="ignore")
 
 
 def _attempt_to_map(attempt: DeliveryAttempt) -> dict[str, Any]:

@@ -21,9 +21,8 @@ from __future__ import annotations
 import secrets
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Final
 
 from botocore.exceptions import ClientError
@@ -37,6 +36,7 @@ from jobhooks.ingest.exceptions import (
     EventInProgressError,
     EventNotFoundError,
 )
+from jobhooks.ingest.model import Claim, ClaimState, Duplicate, EventPage, EventRecord, TakeOver
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
@@ -54,87 +54,6 @@ UNMATCHED_INDEX: Final = "unmatched"
 
 # `state` is a DynamoDB reserved word.
 _NAMES: Final = {"#state": "state"}
-
-
-class ClaimState(StrEnum):
-    IN_PROGRESS = "in_progress"
-    DONE = "done"
-
-
-class TakeOver(StrEnum):
-    """Why a claim replaced an existing item."""
-
-    EXPIRED = "expired"
-    LEASE_EXPIRED = "lease_expired"
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """A claim this invocation holds; `token` proves it in every later write."""
-
-    event_id: str
-    tenant_id: str
-    event_type: str
-    job_id: str
-    token: str
-    lease_until_ms: int
-    took_over: TakeOver | None = None
-    signed_at: int | None = None
-    """The claiming copy's `t`: the claim outlives every copy signed no later (claim_retention)."""
-
-
-@dataclass(frozen=True, slots=True)
-class EventRecord:
-    """A stored claim: an event in progress, or done with its fan-out recorded."""
-
-    event_id: str
-    state: ClaimState
-    tenant_id: str
-    event_type: str
-    job_id: str
-    claimed_at: datetime | None
-    expires_at: datetime
-    lease_until_ms: int | None = None
-    done_at: datetime | None = None
-    matched: int | None = None
-    payload: str | None = None
-    unmatched: bool = False
-    subscription_ids: tuple[str, ...] | None = None
-    """The subscriptions the event was fanned out to, sorted; None when the record does not say
-    (in progress, or completed before the claim recorded them)."""
-
-    def to_dict(self, *, include_payload: bool = True) -> dict[str, Any]:
-        """JSON-ready, for the management API and CLI."""
-        document: dict[str, Any] = {
-            "event_id": self.event_id,
-            "state": self.state.value,
-            "tenant_id": self.tenant_id,
-            "event_type": self.event_type,
-            "job_id": self.job_id,
-            "claimed_at": _text(self.claimed_at),
-            "done_at": _text(self.done_at),
-            "expires_at": _text(self.expires_at),
-            "matched": self.matched,
-            "unmatched": self.unmatched,
-        }
-        if self.state is ClaimState.IN_PROGRESS:
-            document["lease_until_ms"] = self.lease_until_ms
-        if include_payload:
-            document["payload"] = self.payload
-        return document
-
-
-@dataclass(frozen=True, slots=True)
-class Duplicate:
-    """The event was already ingested; `existing` is its record."""
-
-    existing: EventRecord
-
-
-@dataclass(frozen=True, slots=True)
-class EventPage:
-    events: tuple[EventRecord, ...]
-    next_cursor: str | None
 
 
 class ClaimStore:

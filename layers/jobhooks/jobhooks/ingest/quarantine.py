@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Final
 
 from botocore.exceptions import ClientError
@@ -26,6 +24,7 @@ from jobhooks.ingest.exceptions import (
     QuarantineTooLargeError,
 )
 from jobhooks.ingest.inbound import InboundMessage
+from jobhooks.ingest.model import QuarantinedMessage, QuarantinePage, QuarantineStatus
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
@@ -43,62 +42,6 @@ BY_REASON_INDEX: Final = "by_reason"
 MAX_STORED_MESSAGE_BYTES: Final = 350_000
 MAX_DETAIL_CHARS: Final = 1_000
 MAX_EVENT_ID_CHARS: Final = 512
-
-
-class QuarantineStatus(StrEnum):
-    QUARANTINED = "quarantined"
-    REPLAYED = "replayed"
-
-
-@dataclass(frozen=True, slots=True)
-class QuarantinedMessage:
-    quarantine_id: str
-    reason: Reason
-    detail: str
-    message: str
-    """The original SQS body, verbatim (only its head when `message_truncated`)."""
-    sqs_message_id: str
-    sent_at: datetime
-    received_at: datetime
-    expires_at: datetime
-    status: QuarantineStatus = QuarantineStatus.QUARANTINED
-    event_id: str | None = None
-    """The `ce-id` header as the message claims it: unverified, for finding related records."""
-    message_bytes: int = 0
-    message_truncated: bool = False
-    replay_of: str | None = None
-    replayed_at: datetime | None = None
-    replay_outcome: str | None = None
-    replayed_as: str | None = None
-
-    def to_dict(self, *, include_message: bool = True) -> dict[str, Any]:
-        """JSON-ready, for the management API and CLI."""
-        document: dict[str, Any] = {
-            "quarantine_id": self.quarantine_id,
-            "reason": self.reason.value,
-            "detail": self.detail,
-            "event_id": self.event_id,
-            "sqs_message_id": self.sqs_message_id,
-            "sent_at": format_time(self.sent_at),
-            "received_at": format_time(self.received_at),
-            "expires_at": format_time(self.expires_at),
-            "status": self.status.value,
-            "message_bytes": self.message_bytes,
-            "message_truncated": self.message_truncated,
-            "replay_of": self.replay_of,
-            "replayed_at": format_time(self.replayed_at) if self.replayed_at else None,
-            "replay_outcome": self.replay_outcome,
-            "replayed_as": self.replayed_as,
-        }
-        if include_message:
-            document["message"] = self.message
-        return document
-
-
-@dataclass(frozen=True, slots=True)
-class QuarantinePage:
-    messages: tuple[QuarantinedMessage, ...]
-    next_cursor: str | None
 
 
 def quarantine_id_for(message_id: str, sent_at: datetime) -> str:

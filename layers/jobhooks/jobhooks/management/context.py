@@ -20,14 +20,15 @@ from datetime import datetime
 from typing import Any
 
 from jobhooks.delivery.attempt_log import AttemptLog
-from jobhooks.delivery.deliver import WebhookPoster
-from jobhooks.delivery.http_client import DEFAULT_CONNECT_TIMEOUT_SECONDS, WebhookClient
+from jobhooks.delivery.http_client import make_webhook_client
 from jobhooks.delivery.network_policy import NetworkPolicy, Resolver, resolve_host
+from jobhooks.delivery.ports import WebhookPoster
 from jobhooks.ingest.claim_retention import claim_retention_seconds
 from jobhooks.ingest.claims import ClaimStore
 from jobhooks.ingest.quarantine import QuarantineStore
-from jobhooks.ingest.service import IngestService, build_ingest_service
+from jobhooks.ingest.service import IngestService
 from jobhooks.ingest.settings import SECONDS_PER_DAY, IngestSettings
+from jobhooks.ingest.wiring import build_ingest_service
 from jobhooks.management.exceptions import ManagementMisconfiguredError
 from jobhooks.management.settings import (
     ManagementSettings,
@@ -80,12 +81,10 @@ def build_management_context(
         allow_private_networks=settings.allow_private_webhooks, resolver=resolver
     )
     if webhook_client is None:
-        webhook_client = WebhookClient(
-            policy,
-            connect_timeout=min(
-                DEFAULT_CONNECT_TIMEOUT_SECONDS, settings.test_send_timeout_seconds
-            ),
+        webhook_client = make_webhook_client(
+            allow_private_networks=settings.allow_private_webhooks,
             total_timeout=settings.test_send_timeout_seconds,
+            resolver=resolver,
         )
 
     def ingest() -> IngestService:

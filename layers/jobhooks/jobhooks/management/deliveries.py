@@ -14,7 +14,7 @@ misses only the deliveries of a subscription deleted since.
 
 from __future__ import annotations
 
-from jobhooks.delivery.attempt_log import DeliveryAttempt, DeliveryRecord
+from jobhooks.delivery.model import DeliveryAttempt, DeliveryRecord
 from jobhooks.delivery.parking import enqueue_delivery, replay_task
 from jobhooks.delivery_task import delivery_task_for
 from jobhooks.inbound.outcome import format_timestamp

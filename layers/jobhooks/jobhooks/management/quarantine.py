@@ -10,7 +10,7 @@ the signature above all, still applies.
 from __future__ import annotations
 
 from jobhooks.inbound.rejection import Reason
-from jobhooks.ingest.quarantine import QuarantinedMessage
+from jobhooks.ingest.model import QuarantinedMessage
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.models import (
     QuarantinedMessageDetail,
