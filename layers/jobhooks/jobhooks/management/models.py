@@ -15,6 +15,7 @@ from typing import Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobhooks.delivery.network_policy import MAX_URL_LENGTH
 from jobhooks.management.settings import RedriveMethod
 from jobhooks.subscriptions.model import (
     ALL_EVENT_TYPES,
@@ -22,7 +23,6 @@ from jobhooks.subscriptions.model import (
     MAX_DESCRIPTION_LENGTH,
     MAX_GRACE,
     MAX_TENANT_ID_LENGTH,
-    MAX_URL_LENGTH,
     EventType,
     SubscriptionStatus,
 )

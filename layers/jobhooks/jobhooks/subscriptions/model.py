@@ -16,10 +16,11 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from secrets import token_urlsafe
 from typing import Final
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobhooks.delivery.exceptions import RefusedUrlError
+from jobhooks.delivery.network_policy import NetworkPolicy
 from jobhooks.subscriptions.exceptions import (
     InvalidDescriptionError,
     InvalidEventTypeError,
@@ -32,7 +33,6 @@ from jobhooks.subscriptions.exceptions import (
 SUBSCRIPTION_ID_PREFIX: Final = "sub_"
 SECRET_ID_PREFIX: Final = "sec_"  # noqa: S105 - an id prefix, not a secret
 
-MAX_URL_LENGTH: Final = 2048
 MAX_TENANT_ID_LENGTH: Final = 256
 MAX_DESCRIPTION_LENGTH: Final = 512
 MAX_DISABLED_REASON_LENGTH: Final = 512
@@ -141,30 +141,13 @@ def parse_event_types(event_types: Iterable[str]) -> tuple[EventType, ...]:
 
 
 def validate_url(url: str, *, allow_http: bool = False) -> str:
-    """The webhook URL's shape. Address checks (SSRF) belong to the delivery network policy."""
-    if not isinstance(url, str) or not url:
-        raise InvalidUrlError("a webhook URL is required, e.g. https://example.com/webhooks")
-    if len(url) > MAX_URL_LENGTH:
-        raise InvalidUrlError(f"the webhook URL is longer than {MAX_URL_LENGTH} characters")
-    if any(char.isspace() or unicodedata.category(char).startswith("C") for char in url):
-        raise InvalidUrlError("the webhook URL contains whitespace or control characters")
+    """`url` when the network policy admits its shape (`allow_http` for `jobhooks dev`); the
+    policy checks its addresses where it is used: the API before storing it, and the deliver
+    function before every attempt."""
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a malformed port
-    except ValueError as error:
-        raise InvalidUrlError(f"the webhook URL cannot be parsed ({error})") from None
-    allowed_schemes = ("https", "http") if allow_http else ("https",)
-    if parts.scheme.lower() not in allowed_schemes:
-        raise InvalidUrlError("the webhook URL must start with https://")
-    if not parts.hostname:
-        raise InvalidUrlError("the webhook URL has no host name")
-    if parts.username is not None or parts.password is not None:
-        raise InvalidUrlError(
-            "the webhook URL must not embed credentials (user:password@); "
-            "verify the webhook signature on the receiver instead"
-        )
-    if parts.fragment:
-        raise InvalidUrlError("the webhook URL must not have a #fragment: it is never sent")
+        NetworkPolicy(allow_private_networks=allow_http).check_shape(url)
+    except RefusedUrlError as refusal:
+        raise InvalidUrlError(refusal.message) from None
     return url
 
 
