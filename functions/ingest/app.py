@@ -13,8 +13,9 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from jobhooks.ingest import PowertoolsTelemetry, ingest_service
 from jobhooks.ingest.batch import ingest_batch
+from jobhooks.ingest.telemetry import PowertoolsTelemetry
+from jobhooks.ingest.wiring import ingest_service
 
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "jobhooks"))

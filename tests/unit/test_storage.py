@@ -116,7 +116,13 @@ def test_building_a_function_makes_no_aws_client() -> None:
     # The cold start pays for no client: the first invocation that calls AWS does.
     session = CountingSession()
     build_ingest_service(IngestSettings.from_env(ENVIRONMENT), session=session)
-    build_management_context(ManagementSettings.from_env(ENVIRONMENT), session=session)
+    secret_arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:jobhooks-keys"
+    with_secret = {**ENVIRONMENT, "JOBHOOKS_FETCHER_KEYS_SECRET_ARN": secret_arn}
+    build_ingest_service(IngestSettings.from_env(with_secret), session=session)
+    context = build_management_context(ManagementSettings.from_env(ENVIRONMENT), session=session)
+    assert session.made == []
+    # What a request needs is made when it first needs it.
+    assert context.webhook_client is context.webhook_client
     assert session.made == []
 
 

@@ -91,8 +91,9 @@ class WebhookClient:
         self.policy = policy if policy is not None else NetworkPolicy()
         self.connect_timeout = connect_timeout
         self.total_timeout = total_timeout
-        self._tls = ssl.create_default_context(cafile=ca_bundle)
-        self._tls.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._ca_bundle = ca_bundle
+        self._tls_context: ssl.SSLContext | None = None
+        self._tls_lock = threading.Lock()
 
     def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> PostResult:
         """POST `body` to `url` once; the result says what happened."""
@@ -185,11 +186,22 @@ class WebhookClient:
             target.port,
             maxsize=1,
             retries=False,
-            ssl_context=self._tls,
+            ssl_context=self._tls(),
             server_hostname=target.host,
             assert_hostname=target.host,
             deadline=deadline,
         )
+
+    def _tls(self) -> ssl.SSLContext:
+        # Made for the first https POST, not with the client: loading the CA store is the
+        # largest part of building a client, and an invocation that POSTs nothing never needs it.
+        if self._tls_context is None:
+            with self._tls_lock:
+                if self._tls_context is None:
+                    context = ssl.create_default_context(cafile=self._ca_bundle)
+                    context.minimum_version = ssl.TLSVersion.TLSv1_2
+                    self._tls_context = context
+        return self._tls_context
 
     @staticmethod
     def _request_headers(target: CheckedTarget, headers: Mapping[str, str]) -> dict[str, str]:

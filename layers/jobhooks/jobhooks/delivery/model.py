@@ -76,7 +76,7 @@ class DeliveryStatus(StrEnum):
 class DeliveryAttempt(BaseModel):
     """One POST (or a try that failed before sending): a status code or an error class."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     n: int
     """The attempt number: the SQS receive count of the task when it was made."""
@@ -103,7 +103,7 @@ class DeliveryAttempt(BaseModel):
 class DeliveryRecord(BaseModel):
     """A delivery as the log holds it; safe to return from the API (no payload, no secret)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     delivery_id: str
     event_id: str

@@ -23,11 +23,10 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
-from jobhooks.inbound.event import JobEvent
 from jobhooks.ingest.claim_retention import claim_expires_at
 from jobhooks.ingest.exceptions import (
     AwsServiceError,
@@ -49,6 +48,9 @@ from jobhooks.storage.times import (
     utc_now,
 )
 from jobhooks.storage.updates import ItemUpdate
+
+if TYPE_CHECKING:
+    from jobhooks.inbound.event import JobEvent
 
 UNMATCHED_INDEX: Final = "unmatched"
 

@@ -110,6 +110,32 @@ class SecretKeys:
         return value
 
 
+class SecretsManagerReader:
+    """Powertools' `SecretsProvider` (its cache included) over one Secrets Manager client, made
+    on the first read: importing Powertools' parameters utility and making the client are paid
+    by the first invocation, not by the cold import of the function."""
+
+    def __init__(self, session: Any = None) -> None:
+        self._session = session
+        self._provider: Any = None
+        self._lock = threading.Lock()
+
+    def get(self, name: str, **options: Any) -> Any:
+        return self._secrets_provider().get(name, **options)
+
+    def _secrets_provider(self) -> Any:
+        if self._provider is None:
+            with self._lock:
+                if self._provider is None:
+                    from aws_lambda_powertools.utilities.parameters import SecretsProvider
+
+                    from jobhooks.storage.clients import aws_client
+
+                    client = aws_client("secretsmanager", session=self._session)
+                    self._provider = SecretsProvider(boto3_client=client)
+        return self._provider
+
+
 @functools.lru_cache(maxsize=8)
 def _parse(text: str) -> tuple[HmacKey, ...]:
     try:

@@ -16,14 +16,13 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from jobhooks.inbound.envelope import ForwardedMessage, header_text
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks.ingest.exceptions import (
     AwsServiceError,
     QuarantinedMessageNotFoundError,
     QuarantineTooLargeError,
 )
-from jobhooks.ingest.inbound import InboundMessage
+from jobhooks.ingest.inbound import InboundMessage, claimed_event_id
 from jobhooks.ingest.model import QuarantinedMessage, QuarantinePage, QuarantineStatus
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor
@@ -41,22 +40,11 @@ BY_REASON_INDEX: Final = "by_reason"
 # A DynamoDB item holds at most 400 KB, attribute names included; SQS bodies go up to 1 MiB.
 MAX_STORED_MESSAGE_BYTES: Final = 350_000
 MAX_DETAIL_CHARS: Final = 1_000
-MAX_EVENT_ID_CHARS: Final = 512
 
 
 def quarantine_id_for(message_id: str, sent_at: datetime) -> str:
     seed = f"{message_id}\n{int(sent_at.timestamp() * 1000)}"
     return "q_" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:32]
-
-
-def claimed_event_id(body: str) -> str | None:
-    """The `ce-id` a rejected message names, if its envelope can be read at all."""
-    try:
-        message = ForwardedMessage.from_json(body)
-    except RejectedMessageError:
-        return None
-    text = header_text(message.headers.get("ce-id"))
-    return text[:MAX_EVENT_ID_CHARS] if text else None
 
 
 class QuarantineStore:

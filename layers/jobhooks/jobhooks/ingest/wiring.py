@@ -17,7 +17,12 @@ from jobhooks.inbound.keys import parse_key_list
 from jobhooks.ingest.busy_records import BusyRecords
 from jobhooks.ingest.claims import ClaimStore
 from jobhooks.ingest.fan_out import DeliveryQueue
-from jobhooks.ingest.fetcher_keys import FetcherKeySource, SecretKeys, StaticKeys
+from jobhooks.ingest.fetcher_keys import (
+    FetcherKeySource,
+    SecretKeys,
+    SecretsManagerReader,
+    StaticKeys,
+)
 from jobhooks.ingest.quarantine import QuarantineStore
 from jobhooks.ingest.service import IngestService
 from jobhooks.ingest.settings import IngestSettings
@@ -39,10 +44,8 @@ def build_ingest_service(
     sqs = aws_client("sqs", session=session)
     keys: FetcherKeySource
     if settings.fetcher_keys_secret_arn:
-        from aws_lambda_powertools.utilities.parameters import SecretsProvider
-
-        provider = SecretsProvider(boto3_client=aws_client("secretsmanager", session=session))
-        keys = SecretKeys(settings.fetcher_keys_secret_arn, provider)
+        reader = SecretsManagerReader(session)
+        keys = SecretKeys(settings.fetcher_keys_secret_arn, reader)
     else:
         keys = StaticKeys(parse_key_list(settings.fetcher_hmac_keys))
     return IngestService(

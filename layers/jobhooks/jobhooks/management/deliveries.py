@@ -14,10 +14,10 @@ misses only the deliveries of a subscription deleted since.
 
 from __future__ import annotations
 
-from jobhooks.delivery.model import DeliveryAttempt, DeliveryRecord
+from typing import TYPE_CHECKING
+
 from jobhooks.delivery.parking import enqueue_delivery, replay_task
 from jobhooks.delivery_task import delivery_task_for
-from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.ingest.exceptions import EventNotFoundError
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.exceptions import EventPayloadUnavailableError, InvalidDeliveryFilterError
@@ -29,6 +29,10 @@ from jobhooks.management.models import (
     ReplayedDelivery,
 )
 from jobhooks.storage.pages import MAX_PAGE_SIZE
+from jobhooks.storage.times import format_time
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.model import DeliveryAttempt, DeliveryRecord
 
 
 def list_deliveries(
@@ -136,8 +140,8 @@ def delivery_summary(record: DeliveryRecord) -> DeliverySummary:
         event_type=record.event_type,
         status=record.status.value,
         attempt_count=record.attempt_count,
-        created_at=format_timestamp(record.created_at),
-        updated_at=format_timestamp(record.updated_at),
+        created_at=format_time(record.created_at),
+        updated_at=format_time(record.updated_at),
         last_attempt=attempt_view(last) if last is not None else None,
     )
 
@@ -145,7 +149,7 @@ def delivery_summary(record: DeliveryRecord) -> DeliverySummary:
 def attempt_view(attempt: DeliveryAttempt) -> AttemptView:
     return AttemptView(
         n=attempt.n,
-        at=format_timestamp(attempt.at),
+        at=format_time(attempt.at),
         status_code=attempt.status_code,
         error=attempt.error,
         latency_ms=attempt.latency_ms,

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Final
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from jobhooks.exceptions import JobhooksError
 from jobhooks.settings import ConfigurationError
 
@@ -129,6 +127,9 @@ def api_error_for(error: BaseException) -> ApiError:
         return ApiError(
             int(error.status), str(error.code), with_field(error.field, error.message), error.field
         )
+    # botocore loads with the first AWS client; an error of its own implies it is loaded.
+    from botocore.exceptions import BotoCoreError, ClientError
+
     if isinstance(error, ClientError):
         aws_code = str(error.response.get("Error", {}).get("Code", "Unknown"))
         operation = getattr(error, "operation_name", "an AWS call")

@@ -20,7 +20,6 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobhooks.delivery.exceptions import RefusedUrlError
-from jobhooks.delivery.network_policy import NetworkPolicy
 from jobhooks.subscriptions.exceptions import (
     InvalidDescriptionError,
     InvalidEventTypeError,
@@ -64,7 +63,7 @@ class SecretVersion(BaseModel):
     The current secret has no `expires_at`; a rotated-out one signs until `expires_at`.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     secret_id: str
     created_at: datetime
@@ -82,7 +81,7 @@ class Subscription(BaseModel):
     `revision` is the optimistic-concurrency counter of the stored item.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     subscription_id: str
     tenant_id: str
@@ -144,6 +143,9 @@ def validate_url(url: str, *, allow_http: bool = False) -> str:
     """`url` when the network policy admits its shape (`allow_http` for `jobhooks dev`); the
     policy checks its addresses where it is used: the API before storing it, and the deliver
     function before every attempt."""
+    # Loaded with the first URL to check: ingest, which only matches subscriptions, never does.
+    from jobhooks.delivery.network_policy import NetworkPolicy
+
     try:
         NetworkPolicy(allow_private_networks=allow_http).check_shape(url)
     except RefusedUrlError as refusal:
