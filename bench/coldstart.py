@@ -1,6 +1,6 @@
 """Cold start: what importing each Lambda handler costs, against a bare `import boto3`.
 
-    .venv/bin/python bench/coldstart.py [--runs 11] [--top 12] [--no-first-request]
+    .venv/bin/python bench/coldstart.py [--runs 21] [--top 8] [--no-first-request]
 
 Each figure is the median of `--runs` fresh processes (after one unmeasured run that writes the
 bytecode caches), timed inside the process around the import statement alone: the interpreter's
@@ -181,7 +181,7 @@ def paired_ratio(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=11, help="fresh processes per figure")
+    parser.add_argument("--runs", type=int, default=21, help="fresh processes per figure")
     parser.add_argument("--top", type=int, default=8, help="dominant packages to list")
     parser.add_argument(
         "--no-first-request", action="store_true", help="skip the API's first-request figure"

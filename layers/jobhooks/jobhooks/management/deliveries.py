@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jobhooks.delivery.parking import enqueue_delivery, replay_task
-from jobhooks.delivery_task import delivery_task_for
 from jobhooks.ingest.exceptions import EventNotFoundError
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.exceptions import EventPayloadUnavailableError, InvalidDeliveryFilterError
@@ -102,6 +100,10 @@ def replay_delivery(
     context: ManagementContext, delivery_id: str, *, tenant_id: str | None = None
 ) -> ReplayedDelivery:
     """Enqueue the delivery again with `replay: true`, whatever its status."""
+    # The delivery task codec loads with the first replay, not with the API.
+    from jobhooks.delivery.parking import enqueue_delivery, replay_task
+    from jobhooks.delivery_task import delivery_task_for
+
     record = context.attempt_log.get(delivery_id, tenant_id=tenant_id)
     # A deleted subscription would only turn the replay into a `failed` record: say so now.
     context.subscriptions.get(record.subscription_id, tenant_id=record.tenant_id)

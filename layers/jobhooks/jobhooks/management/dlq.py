@@ -26,9 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from jobhooks.delivery.parking import ParkingSummary
-from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError
-from jobhooks.ingest.inbound import claimed_event_id
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.exceptions import RedriveUnavailableError
 from jobhooks.management.models import (
@@ -139,6 +136,11 @@ def resend_parked(
 
 def parked_message(queue: DeadLetterQueue, message: Mapping[str, Any]) -> ParkedMessage:
     """What a parked message is about, read from its body; never the payload itself."""
+    # The codecs of parked messages load with the first DLQ listing, not with the API.
+    from jobhooks.delivery.parking import ParkingSummary
+    from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError
+    from jobhooks.ingest.inbound import claimed_event_id
+
     body = str(message.get("Body", ""))
     attributes = message.get("Attributes") or {}
     sent = attributes.get("SentTimestamp")

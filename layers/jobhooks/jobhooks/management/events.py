@@ -7,7 +7,6 @@ carry `replay: true`, so a subscription that already received the event receives
 
 from __future__ import annotations
 
-from jobhooks.delivery_task import delivery_id_for
 from jobhooks.ingest.exceptions import EventNotFoundError
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.models import (
@@ -17,12 +16,15 @@ from jobhooks.management.models import (
     UnmatchedEventPage,
 )
 from jobhooks.storage.times import format_time
-from jobhooks.webhook_signature import webhook_id_for
 
 
 def replay_event(
     context: ManagementContext, event_id: str, *, tenant_id: str | None = None
 ) -> EventReplay:
+    # The delivery task's ids load with the first replay, not with the API.
+    from jobhooks.delivery_task import delivery_id_for
+    from jobhooks.webhook_signature import webhook_id_for
+
     record = context.claims.get_done(event_id)
     if tenant_id is not None and record.tenant_id != tenant_id:
         raise EventNotFoundError(event_id)
