@@ -22,7 +22,8 @@ from typing import Any
 
 import boto3
 from jobhooks.delivery.attempt_log import AttemptLog
-from jobhooks.delivery.deliver import Deliverer, make_webhook_client
+from jobhooks.delivery.deliver import Deliverer
+from jobhooks.delivery.http_client import make_webhook_client
 from jobhooks.delivery_task import delivery_task_for
 from jobhooks.subscriptions.store import SubscriptionStore
 from jobhooks_tools.local.moto_server import MotoServer, local_aws_environment

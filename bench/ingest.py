@@ -35,7 +35,7 @@ import boto3
 from jobhooks.delivery_task import delivery_task_for
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.inbound.outcome import webhook_payload
-from jobhooks.ingest import ingest_service
+from jobhooks.ingest.wiring import ingest_service
 from jobhooks.subscriptions.store import SubscriptionStore
 from jobhooks_tools.local.event_source import LambdaContext
 from jobhooks_tools.local.moto_server import MotoServer, local_aws_environment

@@ -14,7 +14,7 @@ from typing import Any
 import boto3
 import pytest
 from cfnlint.decode import cfn_yaml
-from jobhooks.ingest import IngestSettings
+from jobhooks.ingest.settings import IngestSettings
 from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import (
     LocalResources,

@@ -24,8 +24,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
-from jobhooks.delivery.attempt_log import AttemptLog, DeliveryRecord
-from jobhooks.delivery.deliver import Deliverer, make_webhook_client
+from jobhooks.delivery.attempt_log import AttemptLog
+from jobhooks.delivery.deliver import Deliverer
+from jobhooks.delivery.http_client import make_webhook_client
+from jobhooks.delivery.model import DeliveryRecord
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule
 from jobhooks.delivery_task import DeliveryTask, delivery_task_for
 from jobhooks.subscriptions.store import IssuedSecret, SubscriptionStore

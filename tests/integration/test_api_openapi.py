@@ -21,7 +21,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from jobhooks.delivery.http_client import PostError, PostResult
+from jobhooks.delivery.model import PostError, PostResult
 from jobhooks_tools.local.api_server import ApiServer, load_api_handler, serve_api
 from jobhooks_tools.local.template import LocalResources
 from schemathesis.checks import not_a_server_error

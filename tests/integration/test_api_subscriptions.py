@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 from jobhooks.management.context import ManagementContext
-from jobhooks.subscriptions.model import to_stored_precision
+from jobhooks.storage.times import to_stored_precision
 from jobhooks_tools.local.template import LocalResources
 
 from tests.integration.api_support import (

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 from jobhooks import __version__
-from jobhooks.delivery.attempt_log import DeliveryStatus
-from jobhooks.delivery.deliver import DeliveryMessage, DeliveryResult, send_webhook_now
+from jobhooks.delivery.deliver import send_webhook_now
+from jobhooks.delivery.model import DeliveryMessage, DeliveryResult, DeliveryStatus
 from jobhooks.delivery.parking import ParkingSummary, ParkReason
 from jobhooks.delivery.retry_schedule import MAX_RETRY_DELAY_SECONDS
 from jobhooks.delivery_task import DeliveryTask

@@ -6,17 +6,16 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from jobhooks.delivery.attempt_log import (
+from jobhooks.delivery.attempt_log import MAX_LOGGED_ATTEMPTS
+from jobhooks.delivery.exceptions import DeliveryNotFoundError
+from jobhooks.delivery.model import (
     FAILURE_RESPONSE_BYTES,
-    MAX_LOGGED_ATTEMPTS,
     SUCCESS_RESPONSE_BYTES,
     DeliveryAttempt,
-    DeliveryNotFoundError,
     DeliveryStatus,
-    InvalidDeliveryCursorError,
-    InvalidDeliveryPageSizeError,
 )
 from jobhooks.delivery_task import DeliveryTask, delivery_task_for
+from jobhooks.storage.exceptions import InvalidCursorError, InvalidPageSizeError
 from jobhooks_tools.local.template import LocalResources
 
 from tests.integration.deliver_harness import (
@@ -171,13 +170,13 @@ def test_a_cursor_only_continues_the_listing_it_came_from(bench: DeliveryBench) 
     cursor = bench.log.list_by_subscription("sub_a", limit=1).next_cursor
     assert cursor is not None
 
-    with pytest.raises(InvalidDeliveryCursorError):
+    with pytest.raises(InvalidCursorError):
         bench.log.list_by_subscription("sub_b", cursor=cursor)
-    with pytest.raises(InvalidDeliveryCursorError):
+    with pytest.raises(InvalidCursorError):
         bench.log.list_by_event("sub_a", subscription_ids=["sub_a"], cursor=cursor)
-    with pytest.raises(InvalidDeliveryCursorError):
+    with pytest.raises(InvalidCursorError):
         bench.log.list_by_subscription("sub_a", cursor="not-a-cursor")
-    with pytest.raises(InvalidDeliveryPageSizeError):
+    with pytest.raises(InvalidPageSizeError):
         bench.log.list_by_subscription("sub_a", limit=0)
 
 

@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools import Metrics
-from jobhooks.delivery.attempt_log import DeliveryAttempt
-from jobhooks.delivery.deliver import DeliveryOutcome, DeliveryResult, FailureClass
 from jobhooks.delivery.metrics import PowertoolsDeliveryMetrics
+from jobhooks.delivery.model import DeliveryAttempt, DeliveryOutcome, DeliveryResult, FailureClass
 from jobhooks.settings import ConfigurationError
 from jobhooks_tools.local.event_source import SqsEventSource
 from jobhooks_tools.local.template import LocalResources

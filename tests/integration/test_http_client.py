@@ -26,11 +26,10 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from jobhooks.delivery.http_client import (
     MAX_TOTAL_TIMEOUT_SECONDS,
     RESPONSE_EXCERPT_BYTES,
-    PostError,
-    PostResult,
     WebhookClient,
     parse_retry_after,
 )
+from jobhooks.delivery.model import PostError, PostResult
 from jobhooks.delivery.network_policy import NetworkPolicy
 
 pytestmark = pytest.mark.timeout(30)

@@ -32,9 +32,11 @@ from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_messa
 from jobhooks.inbound.keys import HmacKey
 from jobhooks.inbound.outcome import webhook_payload
 from jobhooks.inbound.rejection import Reason
-from jobhooks.ingest import ClaimStore, IngestSettings, ingest_service
-from jobhooks.ingest.claims import Duplicate, TakeOver
+from jobhooks.ingest.claims import ClaimStore
 from jobhooks.ingest.fetcher_keys import DEFAULT_REFRESH_INTERVAL_SECONDS
+from jobhooks.ingest.model import Duplicate, TakeOver
+from jobhooks.ingest.settings import IngestSettings
+from jobhooks.ingest.wiring import ingest_service
 from jobhooks.management.context import get_management_context
 from jobhooks.management.dlq import redrive_dlq
 from jobhooks.management.models import DeadLetterQueue, RedriveRequest

@@ -18,7 +18,9 @@ import pytest
 from jobhooks.analytics.columns import COLUMN_NAMES, record_problems
 from jobhooks.analytics.exceptions import AnalyticsWriteError
 from jobhooks.inbound.envelope import ForwardedMessage
-from jobhooks.ingest import IngestOutcome, IngestSettings, build_ingest_service
+from jobhooks.ingest.model import IngestOutcome
+from jobhooks.ingest.settings import IngestSettings
+from jobhooks.ingest.wiring import build_ingest_service
 from jobhooks.management.exceptions import api_error_for
 from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import LocalResources

@@ -13,20 +13,18 @@ from datetime import UTC, datetime
 
 import pytest
 from jobhooks.inbound.rejection import Reason
-from jobhooks.ingest import (
-    ClaimState,
+from jobhooks.ingest.exceptions import (
     EventInProgressError,
     EventNotFoundError,
-    InboundMessage,
-    IngestOutcome,
-    IngestService,
-    IngestSettings,
-    InvalidCursorError,
     QuarantinedMessageNotFoundError,
-    QuarantineStatus,
-    QuarantineStore,
-    build_ingest_service,
 )
+from jobhooks.ingest.inbound import InboundMessage
+from jobhooks.ingest.model import ClaimState, IngestOutcome, QuarantineStatus
+from jobhooks.ingest.quarantine import QuarantineStore
+from jobhooks.ingest.service import IngestService
+from jobhooks.ingest.settings import IngestSettings
+from jobhooks.ingest.wiring import build_ingest_service
+from jobhooks.storage.exceptions import InvalidCursorError
 from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import LocalResources
 from jobhooks_tools.sample_events import demo_key, make_job_event, re_emit

@@ -10,13 +10,12 @@ from typing import Any
 
 import boto3
 import pytest
+from jobhooks.storage.exceptions import InvalidCursorError, InvalidPageSizeError
 from jobhooks.subscriptions import (
     EventType,
-    InvalidCursorError,
     InvalidDescriptionError,
     InvalidEventTypeError,
     InvalidGracePeriodError,
-    InvalidPageSizeError,
     InvalidStatusError,
     InvalidTenantIdError,
     InvalidUrlError,

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from jobhooks.delivery.attempt_log import BATCH_GET_ROUNDS, AttemptLog, DeliveryLogBusyError
+from jobhooks.delivery.attempt_log import BATCH_GET_ROUNDS, AttemptLog
+from jobhooks.delivery.exceptions import DeliveryLogBusyError
 from jobhooks.delivery_task import delivery_id_for
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -11,12 +11,14 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
 from jobhooks.inbound.rejection import Reason
-from jobhooks.ingest import FetcherKeysUnavailableError, IngestSettings, PowertoolsTelemetry
-from jobhooks.ingest.claims import ClaimState, EventRecord
+from jobhooks.ingest.exceptions import FetcherKeysUnavailableError
 from jobhooks.ingest.fan_out import MAX_BATCH_BYTES, _chunks, delivery_tasks_for
 from jobhooks.ingest.fetcher_keys import SecretKeys
-from jobhooks.ingest.inbound import InboundMessage
-from jobhooks.ingest.quarantine import QuarantinedMessage, claimed_event_id, quarantine_id_for
+from jobhooks.ingest.inbound import InboundMessage, claimed_event_id
+from jobhooks.ingest.model import ClaimState, EventRecord, QuarantinedMessage
+from jobhooks.ingest.quarantine import quarantine_id_for
+from jobhooks.ingest.settings import IngestSettings
+from jobhooks.ingest.telemetry import PowertoolsTelemetry
 from jobhooks.settings import ConfigurationError
 from jobhooks.subscriptions import EventType, Subscription
 from jobhooks_tools.sample_events import demo_key, make_job_event

@@ -20,9 +20,9 @@ from jobhooks.analytics.row import AnalyticsRow, row_from_outcome
 from jobhooks.analytics.sink import AnalyticsSink
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.inbound.outcome import to_outcome, webhook_payload
-from jobhooks.ingest import IngestOutcome, IngestService, QuarantinedMessage
-from jobhooks.ingest.claims import ClaimState, EventRecord
 from jobhooks.ingest.fetcher_keys import StaticKeys
+from jobhooks.ingest.model import ClaimState, EventRecord, IngestOutcome, QuarantinedMessage
+from jobhooks.ingest.service import IngestService
 from jobhooks.ingest.telemetry import IngestTelemetry
 from jobhooks_tools.sample_events import demo_key, make_job_event
 

@@ -18,19 +18,21 @@ from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.job_events import VerificationPolicy
 from jobhooks.inbound.keys import HmacKey
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
-from jobhooks.ingest import (
-    ClaimInProgressError,
-    ClaimLostError,
-    DeliveryEnqueueError,
-    IngestOutcome,
-    IngestService,
-    QuarantinedMessage,
-)
 from jobhooks.ingest.busy_records import BusyRecords
-from jobhooks.ingest.claims import Claim, ClaimState, Duplicate, EventPage, EventRecord
+from jobhooks.ingest.exceptions import ClaimInProgressError, ClaimLostError, DeliveryEnqueueError
 from jobhooks.ingest.fetcher_keys import StaticKeys
 from jobhooks.ingest.inbound import InboundMessage
+from jobhooks.ingest.model import (
+    Claim,
+    ClaimState,
+    Duplicate,
+    EventPage,
+    EventRecord,
+    IngestOutcome,
+    QuarantinedMessage,
+)
 from jobhooks.ingest.quarantine import quarantine_id_for
+from jobhooks.ingest.service import IngestService
 from jobhooks.subscriptions import EventType, Subscription
 from jobhooks_tools.sample_events import SampleEvent, demo_key, make_job_event
 

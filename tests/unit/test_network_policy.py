@@ -17,6 +17,8 @@ from jobhooks.delivery.network_policy import (
     check_url,
     find_non_public,
 )
+from jobhooks.subscriptions.exceptions import InvalidUrlError
+from jobhooks.subscriptions.model import validate_url
 
 
 class FakeResolver:
@@ -372,3 +374,46 @@ class TestDevelopmentMode:
         assert NetworkPolicy().allow_private_networks is False
         assert refusal("http://127.0.0.1:8080/").code is RefusalCode.URL_SCHEME_NOT_ALLOWED
         assert refusal("https://127.0.0.1:8080/").code is RefusalCode.ADDRESS_NOT_PUBLIC
+
+
+# -- the URL's shape alone ------------------------------------------------------------------------
+
+SHAPE_REFUSALS = [
+    ("http://hooks.example.com/", RefusalCode.URL_SCHEME_NOT_ALLOWED),
+    ("https://user:pw@hooks.example.com/", RefusalCode.URL_CREDENTIALS_NOT_ALLOWED),
+    ("https://hooks.example.com./", RefusalCode.URL_HOST_NOT_CANONICAL),
+    ("https://0x7f.1/", RefusalCode.URL_HOST_NOT_CANONICAL),
+    ("https://hooks.example.com/#frag", RefusalCode.URL_INVALID),
+    ("https://hooks.example.com:99999/", RefusalCode.URL_INVALID),
+    ("https://hooks.example.com/caf\u00e9", RefusalCode.URL_INVALID),
+    ("https:///path", RefusalCode.URL_INVALID),
+    ("https://h.example.com/" + "a" * 2048, RefusalCode.URL_INVALID),
+]
+
+
+@pytest.mark.parametrize(("url", "code"), SHAPE_REFUSALS)
+def test_the_shape_rules_refuse_without_asking_dns(url: str, code: RefusalCode) -> None:
+    resolver = FakeResolver()
+    with pytest.raises(RefusedUrlError) as raised:
+        NetworkPolicy(resolver=resolver).check_shape(url)
+    assert raised.value.code is code
+    assert resolver.calls == []
+    # check_url applies the very same rules first.
+    assert refusal(url, resolver).code is code
+
+
+def test_a_well_formed_url_passes_the_shape_rules_whatever_it_resolves_to() -> None:
+    resolver = FakeResolver()
+    NetworkPolicy(resolver=resolver).check_shape("https://hooks.example.com:8443/a?b=c")
+    NetworkPolicy(resolver=resolver).check_shape("https://10.0.0.1/private-but-well-formed")
+    NetworkPolicy(allow_private_networks=True, resolver=resolver).check_shape("http://127.0.0.1:1/")
+    assert resolver.calls == []
+
+
+@pytest.mark.parametrize(("url", "code"), SHAPE_REFUSALS)
+def test_a_subscription_url_obeys_the_policys_shape_rules(url: str, code: RefusalCode) -> None:
+    # The subscription model keeps no URL rules of its own: it asks the policy.
+    with pytest.raises(InvalidUrlError) as raised:
+        validate_url(url)
+    assert raised.value.code == "invalid_url"
+    assert raised.value.message == refusal(url).message

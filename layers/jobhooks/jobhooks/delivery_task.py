@@ -24,7 +24,7 @@ class InvalidDeliveryTaskError(ValueError):
 
 
 class DeliveryTask(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     format: Literal["jobhooks.delivery/1"] = FORMAT
     delivery_id: str

@@ -23,7 +23,7 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from jobhooks_tools.cli.api_client import ApiClient, connection_arguments
-from jobhooks_tools.cli.errors import CliError
+from jobhooks_tools.cli.exceptions import CliError
 from jobhooks_tools.cli.progress import Progress
 from jobhooks_tools.cli.tables import Column, add_output_argument, print_json, render_table
 

@@ -33,7 +33,7 @@ from jobhooks.inbound.sanitize import categorize_error, sanitize_error_message
 
 from jobhooks_tools.cli.analytics import answer_question, list_rows
 from jobhooks_tools.cli.api_client import EXIT_USAGE, ApiClient
-from jobhooks_tools.cli.errors import CliError
+from jobhooks_tools.cli.exceptions import CliError
 from jobhooks_tools.cli.progress import Progress
 from jobhooks_tools.sample_events import (
     SOURCE,

@@ -32,7 +32,7 @@ from enum import StrEnum
 from typing import Any, Final
 from urllib.parse import quote, urlencode, urlsplit
 
-from jobhooks_tools.cli.errors import CliError
+from jobhooks_tools.cli.exceptions import CliError
 
 ENDPOINT_VARIABLE: Final = "JOBHOOKS_API_URL"
 AUTH_VARIABLE: Final = "JOBHOOKS_API_AUTH"

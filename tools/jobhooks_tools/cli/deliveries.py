@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 from jobhooks_tools.cli.api_client import EXIT_USAGE, ApiClient, connection_arguments
-from jobhooks_tools.cli.errors import CliError
+from jobhooks_tools.cli.exceptions import CliError
 from jobhooks_tools.cli.tables import (
     Column,
     add_output_argument,

@@ -26,7 +26,7 @@ from jobhooks.inbound.keys import (
 from jobhooks.inbound.outcome import webhook_body
 from jobhooks.inbound.rejection import RejectedMessageError
 
-from jobhooks_tools.cli.errors import CliError
+from jobhooks_tools.cli.exceptions import CliError
 
 EXIT_REJECTED = 3
 

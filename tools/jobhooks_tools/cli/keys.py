@@ -8,7 +8,7 @@ from typing import Any
 
 from jobhooks.inbound.keys import KeyConfigurationError, derive_external_key
 
-from jobhooks_tools.cli.errors import CliError
+from jobhooks_tools.cli.exceptions import CliError
 
 
 def register(subparsers: Any) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from jobhooks import __version__
 
-from jobhooks_tools.cli.errors import CliError
+from jobhooks_tools.cli.exceptions import CliError
 
 # Each module defines register(subparsers); its parsers set `handler(args) -> int`.
 COMMAND_MODULES = (

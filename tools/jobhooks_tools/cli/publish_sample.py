@@ -11,7 +11,7 @@ from typing import Any
 
 from jobhooks.inbound.keys import HmacKey, KeyConfigurationError, derive_external_key, key_from_hex
 
-from jobhooks_tools.cli.errors import CliError
+from jobhooks_tools.cli.exceptions import CliError
 
 USAGE_ERROR = 2
 AMQP_URL_ENV = "JOBHOOKS_AMQP_URL"

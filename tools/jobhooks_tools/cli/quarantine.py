@@ -10,7 +10,7 @@ from urllib.parse import quote
 from jobhooks.inbound.rejection import Reason
 
 from jobhooks_tools.cli.api_client import ApiClient, connection_arguments
-from jobhooks_tools.cli.errors import CliError
+from jobhooks_tools.cli.exceptions import CliError
 from jobhooks_tools.cli.tables import (
     Column,
     add_output_argument,

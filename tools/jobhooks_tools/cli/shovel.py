@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from jobhooks_tools.cli.errors import CliError
+from jobhooks_tools.cli.exceptions import CliError
 
 USAGE_ERROR = 2
 

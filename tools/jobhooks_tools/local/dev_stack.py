@@ -784,11 +784,10 @@ class DevStack:
 def _forget_cached_clients() -> None:
     """Per-process caches hold boto3 clients bound to the endpoint they were made for: a stack
     started after another one in this process (tests) must not reuse them."""
-    from jobhooks.ingest.service import ingest_service
+    from jobhooks.ingest.wiring import ingest_service
     from jobhooks.management.context import get_management_context
-    from jobhooks.subscriptions.store import get_subscription_store
 
-    for cached in (ingest_service, get_management_context, get_subscription_store):
+    for cached in (ingest_service, get_management_context):
         cached.cache_clear()
 
 

@@ -276,15 +276,10 @@ def build_athena_engine(
     default_wait_seconds: float = DEFAULT_WAIT_SECONDS,
 ) -> AthenaEngine:
     """The engine over a real Athena client (from `session`, or boto3's default session)."""
-    import boto3
-    from botocore.config import Config
+    from jobhooks.storage.clients import aws_client
 
-    make_client = session.client if session is not None else boto3.client
-    config = Config(
-        retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10
-    )
     return AthenaEngine(
-        make_client("athena", config=config),
+        aws_client("athena", session=session),
         workgroup=workgroup,
         database=database,
         default_wait_seconds=default_wait_seconds,

@@ -1,21 +1,16 @@
-"""Errors of the analytics capability: each has a stable `code` and a sentence saying what to do.
-
-`status` is the HTTP status the management API answers with, `field` the request field at fault
-(None: none); the API's error mapping reads both (`jobhooks.management.exceptions`).
-"""
+"""Errors of the analytics capability: each has a stable `code`, the HTTP `status` of the API's
+answer (`jobhooks.exceptions`) and a sentence saying what to do."""
 
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import Any, ClassVar
+from typing import Any
 
-from jobhooks.errors import JobhooksError
+from jobhooks.exceptions import JobhooksError
 
 
 class AnalyticsError(JobhooksError):
-    code: ClassVar[str] = "analytics_error"
-    status: ClassVar[HTTPStatus] = HTTPStatus.INTERNAL_SERVER_ERROR
-    field: str | None = None
+    code = "analytics_error"
 
 
 class AnalyticsWriteError(AnalyticsError):

@@ -150,13 +150,6 @@ def request_batches(records: Sequence[_Record]) -> list[list[_Record]]:
 
 def build_firehose_sink(stream_name: str, *, session: Any = None) -> FirehoseSink:
     """The sink over a real Firehose client (from `session`, or boto3's default session)."""
-    import boto3
-    from botocore.config import Config
+    from jobhooks.storage.clients import aws_client
 
-    make_client = session.client if session is not None else boto3.client
-    config = Config(
-        retries={"mode": "standard", "max_attempts": 3},
-        connect_timeout=3,
-        read_timeout=10,
-    )
-    return FirehoseSink(stream_name, make_client("firehose", config=config))
+    return FirehoseSink(stream_name, aws_client("firehose", session=session))

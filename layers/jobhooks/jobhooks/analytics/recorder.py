@@ -59,15 +59,9 @@ def build_analytics_recorder(
 
 def _pseudonymizer(settings: AnalyticsSinkSettings, session: Any) -> Pseudonymizer | None:
     if settings.analytics_pseudonymization_secret_arn:
-        import boto3
-        from aws_lambda_powertools.utilities.parameters import SecretsProvider
-        from botocore.config import Config
+        from jobhooks.storage.clients import SecretsManagerReader
 
-        make_client = session.client if session is not None else boto3.client
-        config = Config(
-            retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10
-        )
-        provider = SecretsProvider(boto3_client=make_client("secretsmanager", config=config))
+        provider = SecretsManagerReader(session)
         return SecretKeyPseudonymizer(settings.analytics_pseudonymization_secret_arn, provider)
     if settings.analytics_pseudonymization_key:
         return StaticKeyPseudonymizer(settings.analytics_pseudonymization_key)

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from jobhooks.analytics.questions import Question
 from jobhooks.analytics.window import QueryWindow
-from jobhooks.inbound.outcome import format_timestamp
+from jobhooks.storage.times import format_time
 
 NO_OUTCOMES_NOTE = "No outcome in this window."
 
@@ -124,7 +124,7 @@ def note_for(
 def json_value(value: Any) -> Any:
     """A value an engine returned, as JSON-ready data (naive timestamps are UTC)."""
     if isinstance(value, datetime):
-        return format_timestamp(value if value.tzinfo else value.replace(tzinfo=UTC))
+        return format_time(value if value.tzinfo else value.replace(tzinfo=UTC))
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, Decimal):

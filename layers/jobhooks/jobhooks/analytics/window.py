@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Final
 
 from jobhooks.analytics.exceptions import InvalidWindowError
-from jobhooks.inbound.outcome import format_timestamp
+from jobhooks.storage.times import format_time
 
 DEFAULT_DAYS: Final = 7
 # Longer than any retention the template allows: a window beyond it only scans more.
@@ -75,7 +75,7 @@ class QueryWindow:
         return [first_partition, _to_sql(self.start), _to_sql(self.end)]
 
     def to_dict(self) -> dict[str, str]:
-        return {"from": format_timestamp(self.start), "to": format_timestamp(self.end)}
+        return {"from": format_time(self.start), "to": format_time(self.end)}
 
 
 def _parse(name: str, text: str) -> datetime:

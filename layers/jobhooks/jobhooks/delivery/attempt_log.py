@@ -7,11 +7,11 @@ deliver function's duplicate check is one `GetItem`. Every write is conditional 
 not being `succeeded` already, so a late failure of a duplicate task never overwrites a recorded
 success (a replay, asked for by an operator, is the one exception).
 
-Response excerpts are cut to `SUCCESS_RESPONSE_BYTES` (256) for a 2xx and
-`FAILURE_RESPONSE_BYTES` (1 KiB) otherwise: DynamoDB bills writes per started KiB of the whole
-item, and a first-attempt success with a short excerpt stays a one-unit write. A failure's body
-is what someone debugs, so it keeps more. A log longer than `MAX_LOGGED_ATTEMPTS` (only reached
-by repeated replays) stops growing; `attempt_count` keeps counting.
+The DynamoDB adapter of the `DeliveryLog` port (`ports`); the records it reads and writes are
+the model's (`model`). Response excerpts are stored cut (`DeliveryAttempt.bounded`: 256 bytes
+of a 2xx, 1 KiB otherwise), so a first-attempt success stays a one-unit write. A log longer than
+`MAX_LOGGED_ATTEMPTS` (only reached by repeated replays) stops growing; `attempt_count` keeps
+counting.
 
 The management API reads through `get`, `list_by_subscription` (GSI `by_subscription`, newest
 first) and `list_by_event`. An event's deliveries need no index: their ids are derived from
@@ -24,23 +24,29 @@ delivery is not found and not listed.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import functools
-import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from enum import StrEnum
-from typing import Any, ClassVar, Final
+from datetime import datetime, timedelta
+from typing import Any, Final
 
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, ConfigDict, Field
 
+from jobhooks.delivery.exceptions import DeliveryLogBusyError, DeliveryNotFoundError
+from jobhooks.delivery.model import DeliveryAttempt, DeliveryPage, DeliveryRecord, DeliveryStatus
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
-from jobhooks.errors import JobhooksError
-from jobhooks.subscriptions.model import to_stored_precision, utc_now
+from jobhooks.storage.conditions import is_condition_failure
+from jobhooks.storage.cursors import decode_cursor, encode_cursor
+from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
+from jobhooks.storage.times import (
+    epoch_seconds,
+    format_time,
+    from_epoch_seconds,
+    parse_time,
+    to_stored_precision,
+    utc_now,
+)
+from jobhooks.storage.updates import ItemUpdate
 
 BY_SUBSCRIPTION_INDEX: Final = "by_subscription"
 # Not an index any more, but the name event cursors carry (cursors stay valid across it).
@@ -51,133 +57,9 @@ MAX_BATCH_GET_KEYS: Final = 100
 BATCH_GET_ROUNDS: Final = 6
 BATCH_GET_BACKOFF_SECONDS: Final = 0.05
 DEFAULT_RETENTION_DAYS: Final = 30
-DEFAULT_PAGE_SIZE: Final = 50
-MAX_PAGE_SIZE: Final = 100
-SUCCESS_RESPONSE_BYTES: Final = 256
-FAILURE_RESPONSE_BYTES: Final = 1024
+# Cursors are bound to the subscription or event whose deliveries they page through.
+CURSOR_SCOPE: Final = "for this subscription or event"
 MAX_LOGGED_ATTEMPTS: Final = 100
-
-
-class DeliveryStatus(StrEnum):
-    PENDING = "pending"
-    """An attempt failed and another one is scheduled."""
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    """Ended without a chance to deliver: the subscription was deleted, or is another tenant's."""
-    PARKED = "parked"
-    """In the delivery DLQ (attempts exhausted, or the subscription is disabled): replayable."""
-    GONE = "gone"
-    """The receiver answered 410 Gone; its subscription was disabled."""
-
-
-# -- errors --------------------------------------------------------------------------------------
-
-
-class DeliveryLogError(JobhooksError):
-    """Base class: `code` is stable (API bodies, CLI output), `message` says what to do."""
-
-    code: ClassVar[str] = "delivery_error"
-
-
-class DeliveryNotFoundError(DeliveryLogError):
-    code = "delivery_not_found"
-
-    def __init__(self, delivery_id: str) -> None:
-        super().__init__(
-            f"no delivery {delivery_id!r} is recorded for this tenant (deliveries are kept for "
-            "JOBHOOKS_ATTEMPT_LOG_DAYS days); list the subscription's or the event's deliveries "
-            "to find the right id"
-        )
-        self.delivery_id = delivery_id
-
-
-class InvalidDeliveryCursorError(DeliveryLogError):
-    code = "invalid_cursor"
-
-    def __init__(self) -> None:
-        super().__init__(
-            "the cursor is not one this listing returned for this subscription or event; "
-            "start again without a cursor"
-        )
-
-
-class DeliveryLogBusyError(DeliveryLogError):
-    code = "deliveries_busy"
-
-    def __init__(self) -> None:
-        super().__init__(
-            "the attempt log is throttling reads right now; try again in a few seconds"
-        )
-
-
-class InvalidDeliveryPageSizeError(DeliveryLogError):
-    code = "invalid_page_size"
-
-    def __init__(self) -> None:
-        super().__init__(f"the page size must be between 1 and {MAX_PAGE_SIZE}")
-
-
-# -- the records ---------------------------------------------------------------------------------
-
-
-class DeliveryAttempt(BaseModel):
-    """One POST (or a try that failed before sending): a status code or an error class."""
-
-    model_config = ConfigDict(frozen=True)
-
-    n: int
-    """The attempt number: the SQS receive count of the task when it was made."""
-    at: datetime
-    status_code: int | None = None
-    error: str | None = None
-    """Why no status came back: the HTTP client's error class (`timeout`, `connect_error`, ...)
-    or `signing_error` when the subscription's secrets could not be read."""
-    latency_ms: int = 0
-    response: str = ""
-    """The start of the response body, cut to a few hundred bytes (module docstring)."""
-
-    @property
-    def succeeded(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
-
-    def bounded(self) -> DeliveryAttempt:
-        """This attempt with its excerpt cut to what the log keeps."""
-        limit = SUCCESS_RESPONSE_BYTES if self.succeeded else FAILURE_RESPONSE_BYTES
-        cut = _cut_utf8(self.response, limit)
-        return self if cut == self.response else self.model_copy(update={"response": cut})
-
-
-class DeliveryRecord(BaseModel):
-    """A delivery as the log holds it; safe to return from the API (no payload, no secret)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    delivery_id: str
-    event_id: str
-    webhook_id: str
-    subscription_id: str
-    tenant_id: str
-    event_type: str
-    status: DeliveryStatus
-    status_reason: str | None = None
-    attempts: tuple[DeliveryAttempt, ...] = ()
-    attempt_count: int = 0
-    created_at: datetime
-    updated_at: datetime
-    succeeded_at: datetime | None = None
-    expires_at: datetime
-    succeeded_message_id: str | None = Field(default=None, exclude=True, repr=False)
-    """The SQS message whose POST succeeded: a redelivered replay task is not POSTed again."""
-
-    @property
-    def last_attempt(self) -> DeliveryAttempt | None:
-        return self.attempts[-1] if self.attempts else None
-
-
-@dataclass(frozen=True)
-class DeliveryPage:
-    deliveries: tuple[DeliveryRecord, ...]
-    next_cursor: str | None
 
 
 # -- the store -----------------------------------------------------------------------------------
@@ -233,13 +115,13 @@ class AttemptLog:
         `MAX_LOGGED_ATTEMPTS` the attempt is counted but not appended.
         """
         now = to_stored_precision(self._clock())
-        update = _Update()
+        update = ItemUpdate()
         for name in ("event_id", "webhook_id", "subscription_id", "tenant_id", "event_type"):
             update.set(name, {"S": getattr(task, name)})
         update.set("status", {"S": status.value})
         update.set("updated_at", {"S": format_time(now)})
         update.set_if_missing("created_at", {"S": format_time(now)})
-        update.set("expires_at", {"N": str(_epoch(now + self._retention))})
+        update.set("expires_at", {"N": str(epoch_seconds(now + self._retention))})
         if reason is None:
             update.remove("status_reason")
         else:
@@ -252,19 +134,16 @@ class AttemptLog:
             update.set("succeeded_at", {"S": format_time(now)})
             if message_id is not None:
                 update.set("succeeded_message_id", {"S": message_id})
-        request = update.request(self.table_name, task.delivery_id)
         if not task.replay:
-            request["ConditionExpression"] = (
-                "attribute_not_exists(#delivery_id) OR #status <> :succeeded"
+            succeeded = update.value("succeeded", {"S": DeliveryStatus.SUCCEEDED.value})
+            update.condition(
+                f"attribute_not_exists({update.name('delivery_id')}) "
+                f"OR {update.name('status')} <> {succeeded}"
             )
-            request["ExpressionAttributeNames"]["#delivery_id"] = "delivery_id"
-            request["ExpressionAttributeValues"][":succeeded"] = {
-                "S": DeliveryStatus.SUCCEEDED.value
-            }
         try:
-            self._dynamodb.update_item(**request)
+            self._dynamodb.update_item(**update.request(self.table_name, _key(task.delivery_id)))
         except ClientError as error:
-            if _is_condition_failure(error):
+            if is_condition_failure(error):
                 return False
             raise
         return True
@@ -272,17 +151,15 @@ class AttemptLog:
     def append_attempt(self, task: DeliveryTask, attempt: DeliveryAttempt) -> None:
         """Log an attempt without touching the status (a success raced by a duplicate task)."""
         now = to_stored_precision(self._clock())
-        update = _Update()
+        update = ItemUpdate()
         update.set("updated_at", {"S": format_time(now)})
         update.add("attempt_count", {"N": "1"})
         update.append("attempts", {"M": _attempt_to_map(attempt.bounded())})
-        request = update.request(self.table_name, task.delivery_id)
-        request["ConditionExpression"] = "attribute_exists(#delivery_id)"
-        request["ExpressionAttributeNames"]["#delivery_id"] = "delivery_id"
+        update.condition(f"attribute_exists({update.name('delivery_id')})")
         try:
-            self._dynamodb.update_item(**request)
+            self._dynamodb.update_item(**update.request(self.table_name, _key(task.delivery_id)))
         except ClientError as error:
-            if not _is_condition_failure(error):
+            if not is_condition_failure(error):
                 raise
 
     # -- the management side -----------------------------------------------------------------
@@ -332,8 +209,7 @@ class AttemptLog:
         each one's delivery id is derived and read with `BatchGetItem`. A subscription with no
         delivery recorded (not yet delivered, or expired) is simply not listed.
         """
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
-            raise InvalidDeliveryPageSizeError()
+        check_page_size(limit)
         listing = _Listing(BY_EVENT_LISTING, "event_id", "subscription_id", newest_first=False)
         after = None
         if cursor:
@@ -352,8 +228,9 @@ class AttemptLog:
                 if tenant_id is not None and record.tenant_id != tenant_id:
                     continue
                 found.append(record)
-        page = tuple(found[:limit])
-        next_cursor = listing.encode_cursor(event_id, page[-1]) if len(found) > limit else None
+        page, next_cursor = cut_page(
+            found, limit, lambda last: listing.encode_cursor(event_id, last)
+        )
         return DeliveryPage(page, next_cursor)
 
     # -- internals ---------------------------------------------------------------------------
@@ -370,8 +247,7 @@ class AttemptLog:
         limit: int,
         cursor: str | None,
     ) -> DeliveryPage:
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
-            raise InvalidDeliveryPageSizeError()
+        check_page_size(limit)
         start_key = listing.decode_cursor(cursor, partition) if cursor else None
         found: list[DeliveryRecord] = []
         # One more than asked, so the last page says so instead of handing out a dead cursor.
@@ -384,8 +260,9 @@ class AttemptLog:
             found.append(record)
             if len(found) > limit:
                 break
-        page = tuple(found[:limit])
-        next_cursor = listing.encode_cursor(partition, page[-1]) if len(found) > limit else None
+        page, next_cursor = cut_page(
+            found, limit, lambda last: listing.encode_cursor(partition, last)
+        )
         return DeliveryPage(page, next_cursor)
 
     def _batch_get(self, delivery_ids: list[str]) -> list[dict[str, Any]]:
@@ -426,45 +303,11 @@ class AttemptLog:
                 return
 
 
-@functools.lru_cache(maxsize=8)
-def get_attempt_log(table_name: str, retention_days: int = DEFAULT_RETENTION_DAYS) -> AttemptLog:
-    """One log per process and table, over a real boto3 client (AWS_ENDPOINT_URL aware)."""
-    import boto3
-    from botocore.config import Config
-
-    config = Config(
-        retries={"mode": "standard", "max_attempts": 4},
-        connect_timeout=3,
-        read_timeout=10,
-        max_pool_connections=50,
-    )
-    return AttemptLog(
-        table_name, boto3.client("dynamodb", config=config), retention_days=retention_days
-    )
-
-
 # -- item codec ----------------------------------------------------------------------------------
 
 
-def format_time(moment: datetime) -> str:
-    """RFC 3339 UTC with milliseconds: sorts as text, which the `by_subscription` index needs."""
-    moment = to_stored_precision(moment)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def _parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value)
-
-
-def _epoch(moment: datetime) -> int:
-    return int(moment.timestamp())
-
-
-def _cut_utf8(text: str, limit: int) -> str:
-    encoded = text.encode("utf-8")
-    if len(encoded) <= limit:
-        return text
-    return encoded[:limit].decode("utf-8", errors="ignore")
+def _key(delivery_id: str) -> dict[str, Any]:
+    return {"delivery_id": {"S": delivery_id}}
 
 
 def _attempt_to_map(attempt: DeliveryAttempt) -> dict[str, Any]:
@@ -486,7 +329,7 @@ def _attempt_to_map(attempt: DeliveryAttempt) -> dict[str, Any]:
 def _attempt_from_map(attributes: dict[str, Any]) -> DeliveryAttempt:
     return DeliveryAttempt(
         n=int(attributes["n"]["N"]),
-        at=_parse_time(attributes["at"]["S"]),
+        at=parse_time(attributes["at"]["S"]),
         status_code=int(attributes["status_code"]["N"]) if "status_code" in attributes else None,
         error=attributes["error"]["S"] if "error" in attributes else None,
         latency_ms=int(attributes.get("latency_ms", {"N": "0"})["N"]),
@@ -517,65 +360,12 @@ def _from_item(item: dict[str, Any]) -> DeliveryRecord:
             _attempt_from_map(value["M"]) for value in item.get("attempts", {"L": []})["L"]
         ),
         attempt_count=int(item.get("attempt_count", {"N": "0"})["N"]),
-        created_at=_parse_time(item["created_at"]["S"]),
-        updated_at=_parse_time(item["updated_at"]["S"]),
-        succeeded_at=_parse_time(succeeded_at) if succeeded_at else None,
-        expires_at=datetime.fromtimestamp(int(item["expires_at"]["N"]), UTC),
+        created_at=parse_time(item["created_at"]["S"]),
+        updated_at=parse_time(item["updated_at"]["S"]),
+        succeeded_at=parse_time(succeeded_at) if succeeded_at else None,
+        expires_at=from_epoch_seconds(int(item["expires_at"]["N"])),
         succeeded_message_id=_optional(item, "succeeded_message_id"),
     )
-
-
-class _Update:
-    """An UpdateExpression with every attribute name behind a placeholder (`status` is reserved)."""
-
-    def __init__(self) -> None:
-        self._sets: list[str] = []
-        self._removes: list[str] = []
-        self._adds: list[str] = []
-        self.names: dict[str, str] = {}
-        self.values: dict[str, Any] = {}
-
-    def _name(self, attribute: str) -> str:
-        self.names[f"#{attribute}"] = attribute
-        return f"#{attribute}"
-
-    def set(self, attribute: str, value: dict[str, Any]) -> None:
-        self.values[f":{attribute}"] = value
-        self._sets.append(f"{self._name(attribute)} = :{attribute}")
-
-    def set_if_missing(self, attribute: str, value: dict[str, Any]) -> None:
-        name = self._name(attribute)
-        self.values[f":{attribute}"] = value
-        self._sets.append(f"{name} = if_not_exists({name}, :{attribute})")
-
-    def append(self, attribute: str, element: dict[str, Any]) -> None:
-        name = self._name(attribute)
-        self.values[f":{attribute}"] = {"L": [element]}
-        self.values[":nothing"] = {"L": []}
-        self._sets.append(f"{name} = list_append(if_not_exists({name}, :nothing), :{attribute})")
-
-    def remove(self, attribute: str) -> None:
-        self._removes.append(self._name(attribute))
-
-    def add(self, attribute: str, value: dict[str, Any]) -> None:
-        self.values[f":{attribute}"] = value
-        self._adds.append(f"{self._name(attribute)} :{attribute}")
-
-    def request(self, table_name: str, delivery_id: str) -> dict[str, Any]:
-        clauses = []
-        if self._sets:
-            clauses.append("SET " + ", ".join(self._sets))
-        if self._removes:
-            clauses.append("REMOVE " + ", ".join(self._removes))
-        if self._adds:
-            clauses.append("ADD " + ", ".join(self._adds))
-        return {
-            "TableName": table_name,
-            "Key": {"delivery_id": {"S": delivery_id}},
-            "UpdateExpression": " ".join(clauses),
-            "ExpressionAttributeNames": dict(self.names),
-            "ExpressionAttributeValues": dict(self.values),
-        }
 
 
 @dataclass(frozen=True)
@@ -592,34 +382,16 @@ class _Listing:
         sort_value = getattr(last, self.sort_key)
         if isinstance(sort_value, datetime):
             sort_value = format_time(sort_value)
-        document = json.dumps(
-            {"i": self.index, "p": partition, "d": last.delivery_id, "s": sort_value},
-            separators=(",", ":"),
+        return encode_cursor(
+            {"i": self.index, "p": partition, "d": last.delivery_id, "s": sort_value}
         )
-        return base64.urlsafe_b64encode(document.encode()).decode().rstrip("=")
 
     def decode_cursor(self, cursor: str, partition: str) -> dict[str, Any]:
-        try:
-            padded = cursor + "=" * (-len(cursor) % 4)
-            document = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
-        except (ValueError, binascii.Error, UnicodeError):
-            raise InvalidDeliveryCursorError() from None
-        # An empty key value would reach DynamoDB, which refuses it (ValidationException, a 502).
-        if (
-            not isinstance(document, dict)
-            or document.get("i") != self.index
-            or document.get("p") != partition
-            or not isinstance(document.get("d"), str)
-            or not isinstance(document.get("s"), str)
-            or not (document["d"] and document["s"])
-        ):
-            raise InvalidDeliveryCursorError()
+        document = decode_cursor(
+            cursor, bound={"i": self.index, "p": partition}, keys=("d", "s"), scope=CURSOR_SCOPE
+        )
         return {
             "delivery_id": {"S": document["d"]},
             self.partition_key: {"S": partition},
             self.sort_key: {"S": document["s"]},
         }
-
-
-def _is_condition_failure(error: ClientError) -> bool:
-    return bool(error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException")

@@ -33,162 +33,42 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from jobhooks.delivery.attempt_log import (
-    AttemptLog,
+from jobhooks.delivery.model import (
     DeliveryAttempt,
+    DeliveryMessage,
+    DeliveryOutcome,
     DeliveryRecord,
+    DeliveryResult,
     DeliveryStatus,
+    FailureClass,
+    SentWebhook,
+    failure_class_of,
+    result_label,
 )
-from jobhooks.delivery.http_client import DEFAULT_CONNECT_TIMEOUT_SECONDS, PostError, PostResult
 from jobhooks.delivery.parking import ParkingSummary, ParkReason, park_delivery
+from jobhooks.delivery.ports import (
+    DeliveryLog,
+    DeliveryMetrics,
+    SubscriptionDirectory,
+    WebhookPoster,
+)
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule, UniformRandom
 from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError
+from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.exceptions import SubscriptionError, SubscriptionNotFoundError
-from jobhooks.subscriptions.model import Subscription, utc_now
+from jobhooks.subscriptions.model import Subscription
 from jobhooks.webhook_signature import webhook_headers
-
-if TYPE_CHECKING:
-    from jobhooks.delivery.http_client import WebhookClient
-    from jobhooks.delivery.settings import DeliverSettings
 
 _log = logging.getLogger(__name__)
 
 # What a record needs after its POST: two DynamoDB writes at most, or a write and an SQS call.
 _RECORDING_MARGIN_SECONDS: Final = 5.0
 TEST_WEBHOOK_ID_PREFIX: Final = "msg_test_"
-
-
-class FailureClass(StrEnum):
-    """Why an attempt failed: the `failure_class` metric dimension, so a small closed set."""
-
-    HTTP_3XX = "http_3xx"
-    HTTP_4XX = "http_4xx"
-    HTTP_410 = "http_410"
-    HTTP_429 = "http_429"
-    HTTP_5XX = "http_5xx"
-    DNS_ERROR = PostError.DNS_ERROR.value
-    ADDRESS_NOT_PUBLIC = PostError.ADDRESS_NOT_PUBLIC.value
-    URL_NOT_ALLOWED = PostError.URL_NOT_ALLOWED.value
-    CONNECT_ERROR = PostError.CONNECT_ERROR.value
-    TLS_ERROR = PostError.TLS_ERROR.value
-    TIMEOUT = PostError.TIMEOUT.value
-    PROTOCOL_ERROR = PostError.PROTOCOL_ERROR.value
-    SIGNING_ERROR = "signing_error"
-    """The subscription's secrets could not be read (KMS, a damaged item): nothing was sent."""
-
-
-def failure_class_of(attempt: DeliveryAttempt) -> FailureClass | None:
-    """None for a success."""
-    code = attempt.status_code
-    if code is not None:
-        if 200 <= code < 300:
-            return None
-        if code == 410:
-            return FailureClass.HTTP_410
-        if code == 429:
-            return FailureClass.HTTP_429
-        if 300 <= code < 400:
-            return FailureClass.HTTP_3XX
-        if 400 <= code < 500:
-            return FailureClass.HTTP_4XX
-        if code >= 500:
-            return FailureClass.HTTP_5XX
-        return FailureClass.PROTOCOL_ERROR
-    try:
-        return FailureClass(attempt.error or "")
-    except ValueError:
-        return FailureClass.PROTOCOL_ERROR
-
-
-def result_label(attempt: DeliveryAttempt) -> str:
-    """`http_503`, `timeout`, ...: how an attempt ended, in a word fit for logs and attributes."""
-    if attempt.status_code is not None:
-        return f"http_{attempt.status_code}"
-    return attempt.error or FailureClass.PROTOCOL_ERROR.value
-
-
-class DeliveryResult(StrEnum):
-    SUCCEEDED = "succeeded"
-    DUPLICATE = "duplicate"
-    """Already delivered (or already settled by a concurrent copy): acked without a POST."""
-    RETRY_SCHEDULED = "retry_scheduled"
-    PARKED = "parked"
-    GONE = "gone"
-    DROPPED = "dropped"
-    """The subscription no longer exists or is another tenant's: recorded as failed, acked."""
-    NOT_STARTED = "not_started"
-    """Too little of the invocation was left to make the attempt; SQS brings the task back."""
-
-
-@dataclass(frozen=True)
-class DeliveryMessage:
-    """The parts of an SQS record the deliver function uses."""
-
-    message_id: str
-    receipt_handle: str
-    body: str
-    receive_count: int
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> DeliveryMessage:
-        attributes = record.get("attributes") or {}
-        count = str(attributes.get("ApproximateReceiveCount", "1"))
-        return cls(
-            message_id=str(record["messageId"]),
-            receipt_handle=str(record.get("receiptHandle", "")),
-            body=str(record.get("body", "")),
-            receive_count=max(1, int(count)) if count.isdigit() else 1,
-        )
-
-
-@dataclass(frozen=True)
-class DeliveryOutcome:
-    result: DeliveryResult
-    delivery_id: str | None = None
-    attempt: DeliveryAttempt | None = None
-    failure_class: FailureClass | None = None
-    retry_in_seconds: int | None = None
-
-    @property
-    def acked(self) -> bool:
-        """False: report the record as a batch item failure so SQS delivers it again."""
-        return self.result not in (DeliveryResult.RETRY_SCHEDULED, DeliveryResult.NOT_STARTED)
-
-
-# -- ports ---------------------------------------------------------------------------------------
-
-
-class SubscriptionDirectory(Protocol):
-    """What delivery needs of the subscription store (`SubscriptionStore` implements it)."""
-
-    def get(self, subscription_id: str, *, tenant_id: str | None = None) -> Subscription: ...
-
-    def signing_secrets(
-        self, subscription: Subscription, now: datetime | None = None
-    ) -> list[str]: ...
-
-    def disable(
-        self, subscription_id: str, reason: str, *, tenant_id: str | None = None
-    ) -> Subscription: ...
-
-
-class WebhookPoster(Protocol):
-    """What delivery needs of the HTTP client (`WebhookClient` implements it)."""
-
-    def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> PostResult: ...
-
-
-class DeliveryMetrics(Protocol):
-    """Called once per batch, on the invoking thread, with every outcome of the batch."""
-
-    def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> None: ...
 
 
 # -- the use case --------------------------------------------------------------------------------
@@ -200,7 +80,7 @@ class Deliverer:
     def __init__(
         self,
         *,
-        attempt_log: AttemptLog,
+        attempt_log: DeliveryLog,
         subscriptions: SubscriptionDirectory,
         client: WebhookPoster,
         sqs: Any,
@@ -231,45 +111,6 @@ class Deliverer:
         self._monotonic = monotonic
         self._cache = _SubscriptionCache(subscription_cache_seconds, monotonic)
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="deliver")
-
-    @classmethod
-    def from_settings(
-        cls, settings: DeliverSettings, *, metrics: DeliveryMetrics | None = None
-    ) -> Deliverer:
-        """The production wiring: boto3 clients (AWS_ENDPOINT_URL aware) and the HTTP client."""
-        import boto3
-        from botocore.config import Config
-
-        from jobhooks.subscriptions.store import SubscriptionStore
-
-        config = Config(
-            retries={"mode": "standard", "max_attempts": 4},
-            connect_timeout=3,
-            read_timeout=10,
-            # Every worker thread may hold a connection at once.
-            max_pool_connections=settings.delivery_concurrency + 4,
-        )
-        dynamodb = boto3.client("dynamodb", config=config)
-        return cls(
-            attempt_log=AttemptLog(
-                settings.deliveries_table, dynamodb, retention_days=settings.attempt_log_days
-            ),
-            subscriptions=SubscriptionStore(
-                settings.subscriptions_table, dynamodb, boto3.client("kms", config=config)
-            ),
-            client=make_webhook_client(
-                allow_private_networks=settings.allow_private_webhooks,
-                total_timeout=settings.delivery_timeout_seconds,
-            ),
-            sqs=boto3.client("sqs", config=config),
-            delivery_queue_url=settings.delivery_queue_url,
-            delivery_dlq_url=settings.delivery_dlq_url,
-            schedule=settings.retry_schedule,
-            concurrency=settings.delivery_concurrency,
-            post_timeout_seconds=settings.delivery_timeout_seconds,
-            subscription_cache_seconds=settings.subscription_cache_seconds,
-            metrics=metrics,
-        )
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -517,12 +358,6 @@ def post_signed(
     return attempt, result.retry_after_seconds
 
 
-@dataclass(frozen=True)
-class SentWebhook:
-    webhook_id: str
-    attempt: DeliveryAttempt
-
-
 def send_webhook_now(
     subscription_id: str,
     payload: str,
@@ -550,20 +385,6 @@ def send_webhook_now(
         )
     attempt, _ = post_signed(client, subscription.url, webhook_id, payload, signing_secrets, 1, now)
     return SentWebhook(webhook_id, attempt)
-
-
-def make_webhook_client(
-    *, allow_private_networks: bool = False, total_timeout: float = 15.0
-) -> WebhookClient:
-    """The HTTP client every webhook POST goes through, under the network policy."""
-    from jobhooks.delivery.http_client import WebhookClient
-    from jobhooks.delivery.network_policy import NetworkPolicy
-
-    return WebhookClient(
-        NetworkPolicy(allow_private_networks=allow_private_networks),
-        connect_timeout=min(DEFAULT_CONNECT_TIMEOUT_SECONDS, total_timeout),
-        total_timeout=total_timeout,
-    )
 
 
 # -- internals -----------------------------------------------------------------------------------

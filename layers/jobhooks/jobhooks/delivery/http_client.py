@@ -27,10 +27,8 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from enum import StrEnum
 from http.client import HTTPException
 from typing import Any, Final
 
@@ -48,7 +46,14 @@ from urllib3.util import Timeout
 
 from jobhooks import __version__
 from jobhooks.delivery.exceptions import RefusalCode, RefusedUrlError
-from jobhooks.delivery.network_policy import CheckedTarget, IPAddress, NetworkPolicy
+from jobhooks.delivery.model import PostError, PostResult
+from jobhooks.delivery.network_policy import (
+    CheckedTarget,
+    IPAddress,
+    NetworkPolicy,
+    Resolver,
+    resolve_host,
+)
 
 DEFAULT_CONNECT_TIMEOUT_SECONDS: Final = 5.0
 DEFAULT_TOTAL_TIMEOUT_SECONDS: Final = 15.0
@@ -63,40 +68,6 @@ _OWNED_HEADERS: Final = frozenset(
 )
 
 _log = logging.getLogger(__name__)
-
-
-class PostError(StrEnum):
-    """Why an attempt ended without an HTTP status from the receiver."""
-
-    DNS_ERROR = "dns_error"
-    ADDRESS_NOT_PUBLIC = "address_not_public"
-    URL_NOT_ALLOWED = "url_not_allowed"  # the other refusal codes of the network policy
-    CONNECT_ERROR = "connect_error"
-    TLS_ERROR = "tls_error"
-    TIMEOUT = "timeout"
-    PROTOCOL_ERROR = "protocol_error"
-
-
-@dataclass(frozen=True, slots=True)
-class PostResult:
-    """One attempt: a status code, or an `error` with a `detail` sentence, never both.
-
-    `response_excerpt` is at most `RESPONSE_EXCERPT_BYTES` of the body (as UTF-8), and only a
-    prefix when the body was longer or the deadline cut it short. A 3xx is a result like any
-    other; whether it counts as delivered is the caller's decision (`succeeded` says no).
-    """
-
-    status_code: int | None
-    error: PostError | None
-    detail: str | None
-    latency_ms: int
-    response_excerpt: str = ""
-    retry_after_seconds: int | None = None
-    address: str | None = None  # where the request went; None when no connection was made
-
-    @property
-    def succeeded(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
 
 
 class WebhookClient:
@@ -120,8 +91,9 @@ class WebhookClient:
         self.policy = policy if policy is not None else NetworkPolicy()
         self.connect_timeout = connect_timeout
         self.total_timeout = total_timeout
-        self._tls = ssl.create_default_context(cafile=ca_bundle)
-        self._tls.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._ca_bundle = ca_bundle
+        self._tls_context: ssl.SSLContext | None = None
+        self._tls_lock = threading.Lock()
 
     def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> PostResult:
         """POST `body` to `url` once; the result says what happened."""
@@ -214,11 +186,22 @@ class WebhookClient:
             target.port,
             maxsize=1,
             retries=False,
-            ssl_context=self._tls,
+            ssl_context=self._tls(),
             server_hostname=target.host,
             assert_hostname=target.host,
             deadline=deadline,
         )
+
+    def _tls(self) -> ssl.SSLContext:
+        # Made for the first https POST, not with the client: loading the CA store is the
+        # largest part of building a client, and an invocation that POSTs nothing never needs it.
+        if self._tls_context is None:
+            with self._tls_lock:
+                if self._tls_context is None:
+                    context = ssl.create_default_context(cafile=self._ca_bundle)
+                    context.minimum_version = ssl.TLSVersion.TLSv1_2
+                    self._tls_context = context
+        return self._tls_context
 
     @staticmethod
     def _request_headers(target: CheckedTarget, headers: Mapping[str, str]) -> dict[str, str]:
@@ -260,6 +243,21 @@ class WebhookClient:
             retry_after_seconds=retry_after,
             address=address,
         )
+
+
+def make_webhook_client(
+    *,
+    allow_private_networks: bool = False,
+    total_timeout: float = DEFAULT_TOTAL_TIMEOUT_SECONDS,
+    resolver: Resolver = resolve_host,
+) -> WebhookClient:
+    """The client every webhook POST goes through, deliveries and test sends alike: the network
+    policy of these settings, and a connect timeout within the total."""
+    return WebhookClient(
+        NetworkPolicy(allow_private_networks=allow_private_networks, resolver=resolver),
+        connect_timeout=min(DEFAULT_CONNECT_TIMEOUT_SECONDS, total_timeout),
+        total_timeout=total_timeout,
+    )
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> int | None:

@@ -3,7 +3,7 @@
 - `DeliveryAttempts`: attempts made (a POST, or a try that could not sign);
 - `DeliverySucceeded`: deliveries that got a 2xx;
 - `DeliveryFailed`: failed attempts, once with `service` alone (the dashboard's line) and once
-  per `failure_class` (a closed set: `deliver.FailureClass`);
+  per `failure_class` (a closed set: `model.FailureClass`);
 - `DeliveryLatency`: milliseconds per POST, one value per attempt;
 - `DeliveriesParked`: deliveries moved to the delivery DLQ.
 
@@ -19,7 +19,7 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
-from jobhooks.delivery.deliver import DeliveryOutcome, DeliveryResult, FailureClass
+from jobhooks.delivery.model import DeliveryOutcome, DeliveryResult, FailureClass
 
 
 class PowertoolsDeliveryMetrics:

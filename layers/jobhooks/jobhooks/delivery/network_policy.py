@@ -1,8 +1,9 @@
 """The outbound network policy: which webhook URLs the bridge may ever connect to.
 
-Every rule against server-side request forgery lives here, so neither the management API
-(checking a URL when a subscription is created) nor the deliver function (checking it again
-before every attempt) can forget one:
+Every rule about a webhook URL lives here, its shape and the rules against server-side request
+forgery alike, so neither the subscription store (`check_shape`, when a URL is stored), the
+management API (`check_url`, when a subscription is created or changed) nor the deliver function
+(`check_url` again before every attempt) can forget one:
 
 - `https` only, no credentials in the URL, no fragment, a host written canonically;
 - the host is resolved once and EVERY address it resolves to must be public (a name with one
@@ -37,7 +38,7 @@ IPAddress = IPv4Address | IPv6Address
 # to hostile addresses; raising OSError means "does not resolve".
 Resolver = Callable[[str], Sequence[str]]
 
-# The subscription model accepts URLs up to this length; a longer one can never be delivered.
+# The longest webhook URL a subscription may have (the API's schema states it too).
 MAX_URL_LENGTH: Final = 2048
 MAX_HOST_LENGTH: Final = 253
 
@@ -287,6 +288,12 @@ class NetworkPolicy:
             request_target=parsed.request_target,
             addresses=addresses,
         )
+
+    def check_shape(self, url: str) -> None:
+        """The rules that need no DNS answer: length, characters, scheme, no credentials or
+        fragment, a canonical host and a valid port. Raises `RefusedUrlError` with a code;
+        `check_url` applies them too, before it resolves the host."""
+        self._parse(url)
 
     def _parse(self, url: str) -> _ParsedUrl:
         if not isinstance(url, str) or not url:

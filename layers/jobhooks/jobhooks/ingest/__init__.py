@@ -1,75 +1,17 @@
 """Ingest: verify forwarded Fetcher events, deduplicate on `ce-id`, fan out, quarantine rejects.
 
-The use case is `service.IngestService` (`ingest_record`, and for the management API
-`get_event`, `list_unmatched`, `refan_out`, `reingest`); one module per rule beside it:
-`claims` (the lease-carrying claim on a `ce-id`), `quarantine`, `fan_out`, `fetcher_keys`,
-`telemetry`, `settings`, `exceptions`. docs/ingest.md describes the behaviour.
+Read in the order a record flows (docs/ingest.md describes the behaviour):
+
+    batch           an SQS event of the ingest queue in, the partial batch response out
+    inbound         one message as the use case receives it (an SQS record, or a replay)
+    service         the use case, `IngestService` (`ingest_record`, and for the management API
+                    `refan_out`, `reingest`), speaking only to its ports
+    model, ports    what it works with (claims, records, quarantined messages, results) and
+                    the small interfaces its stores and queues implement
+    claims, quarantine, fan_out, busy_records
+                    the DynamoDB and SQS adapters: the lease-carrying claim on a `ce-id`, the
+                    kept rejects, one delivery task per matching subscription, early retries
+    fetcher_keys, claim_retention, telemetry, settings, exceptions
+                    the rules beside it
+    wiring          settings in, the service over AWS clients out (`ingest_service()`)
 """
-
-from jobhooks.ingest.claims import ClaimState, ClaimStore, EventPage, EventRecord
-from jobhooks.ingest.exceptions import (
-    AwsServiceError,
-    ClaimInProgressError,
-    ClaimLostError,
-    DeliveryEnqueueError,
-    EventInProgressError,
-    EventNotFoundError,
-    FetcherKeysUnavailableError,
-    IngestError,
-    InvalidCursorError,
-    InvalidPageSizeError,
-    QuarantinedMessageIncompleteError,
-    QuarantinedMessageNotFoundError,
-    QuarantineTooLargeError,
-)
-from jobhooks.ingest.inbound import InboundMessage
-from jobhooks.ingest.quarantine import (
-    QuarantinedMessage,
-    QuarantinePage,
-    QuarantineStatus,
-    QuarantineStore,
-)
-from jobhooks.ingest.service import (
-    FanOutResult,
-    IngestOutcome,
-    IngestResult,
-    IngestService,
-    build_ingest_service,
-    ingest_service,
-)
-from jobhooks.ingest.settings import IngestSettings
-from jobhooks.ingest.telemetry import IngestTelemetry, PowertoolsTelemetry
-
-__all__ = [
-    "AwsServiceError",
-    "ClaimInProgressError",
-    "ClaimLostError",
-    "ClaimState",
-    "ClaimStore",
-    "DeliveryEnqueueError",
-    "EventInProgressError",
-    "EventNotFoundError",
-    "EventPage",
-    "EventRecord",
-    "FanOutResult",
-    "FetcherKeysUnavailableError",
-    "InboundMessage",
-    "IngestError",
-    "IngestOutcome",
-    "IngestResult",
-    "IngestService",
-    "IngestSettings",
-    "IngestTelemetry",
-    "InvalidCursorError",
-    "InvalidPageSizeError",
-    "PowertoolsTelemetry",
-    "QuarantinePage",
-    "QuarantineStatus",
-    "QuarantineStore",
-    "QuarantineTooLargeError",
-    "QuarantinedMessage",
-    "QuarantinedMessageIncompleteError",
-    "QuarantinedMessageNotFoundError",
-    "build_ingest_service",
-    "ingest_service",
-]

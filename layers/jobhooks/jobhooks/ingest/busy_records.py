@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from jobhooks.clock import utc_now
+from jobhooks.storage.times import utc_now
 
 # One second past the lease, so the retry finds the claim done or free rather than busy.
 MARGIN_SECONDS: Final = 1

@@ -18,22 +18,15 @@ an index of the deliveries table (docs/architecture.md).
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import secrets
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Any, Final
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
-from jobhooks.clock import utc_now
-from jobhooks.inbound.event import JobEvent
-from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.ingest.claim_retention import claim_expires_at
 from jobhooks.ingest.exceptions import (
     AwsServiceError,
@@ -41,98 +34,28 @@ from jobhooks.ingest.exceptions import (
     ClaimLostError,
     EventInProgressError,
     EventNotFoundError,
-    InvalidCursorError,
-    InvalidPageSizeError,
-    is_condition_failure,
 )
+from jobhooks.ingest.model import Claim, ClaimState, Duplicate, EventPage, EventRecord, TakeOver
+from jobhooks.storage.conditions import is_condition_failure
+from jobhooks.storage.cursors import decode_cursor, encode_cursor
+from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
+from jobhooks.storage.times import (
+    epoch_millis,
+    epoch_seconds,
+    format_time,
+    from_epoch_seconds,
+    parse_time,
+    utc_now,
+)
+from jobhooks.storage.updates import ItemUpdate
+
+if TYPE_CHECKING:
+    from jobhooks.inbound.event import JobEvent
 
 UNMATCHED_INDEX: Final = "unmatched"
-DEFAULT_PAGE_SIZE: Final = 50
-MAX_PAGE_SIZE: Final = 100
 
 # `state` is a DynamoDB reserved word.
 _NAMES: Final = {"#state": "state"}
-
-
-class ClaimState(StrEnum):
-    IN_PROGRESS = "in_progress"
-    DONE = "done"
-
-
-class TakeOver(StrEnum):
-    """Why a claim replaced an existing item."""
-
-    EXPIRED = "expired"
-    LEASE_EXPIRED = "lease_expired"
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """A claim this invocation holds; `token` proves it in every later write."""
-
-    event_id: str
-    tenant_id: str
-    event_type: str
-    job_id: str
-    token: str
-    lease_until_ms: int
-    took_over: TakeOver | None = None
-    signed_at: int | None = None
-    """The claiming copy's `t`: the claim outlives every copy signed no later (claim_retention)."""
-
-
-@dataclass(frozen=True, slots=True)
-class EventRecord:
-    """A stored claim: an event in progress, or done with its fan-out recorded."""
-
-    event_id: str
-    state: ClaimState
-    tenant_id: str
-    event_type: str
-    job_id: str
-    claimed_at: datetime | None
-    expires_at: datetime
-    lease_until_ms: int | None = None
-    done_at: datetime | None = None
-    matched: int | None = None
-    payload: str | None = None
-    unmatched: bool = False
-    subscription_ids: tuple[str, ...] | None = None
-    """The subscriptions the event was fanned out to, sorted; None when the record does not say
-    (in progress, or completed before the claim recorded them)."""
-
-    def to_dict(self, *, include_payload: bool = True) -> dict[str, Any]:
-        """JSON-ready, for the management API and CLI."""
-        document: dict[str, Any] = {
-            "event_id": self.event_id,
-            "state": self.state.value,
-            "tenant_id": self.tenant_id,
-            "event_type": self.event_type,
-            "job_id": self.job_id,
-            "claimed_at": _text(self.claimed_at),
-            "done_at": _text(self.done_at),
-            "expires_at": _text(self.expires_at),
-            "matched": self.matched,
-            "unmatched": self.unmatched,
-        }
-        if self.state is ClaimState.IN_PROGRESS:
-            document["lease_until_ms"] = self.lease_until_ms
-        if include_payload:
-            document["payload"] = self.payload
-        return document
-
-
-@dataclass(frozen=True, slots=True)
-class Duplicate:
-    """The event was already ingested; `existing` is its record."""
-
-    existing: EventRecord
-
-
-@dataclass(frozen=True, slots=True)
-class EventPage:
-    events: tuple[EventRecord, ...]
-    next_cursor: str | None
 
 
 class ClaimStore:
@@ -164,7 +87,7 @@ class ClaimStore:
         Raises `ClaimInProgressError` while another invocation's lease is live.
         """
         now = self._clock()
-        now_ms = _millis(now)
+        now_ms = epoch_millis(now)
         claim = Claim(
             event_id=event.event_id,
             tenant_id=event.tenant_id,
@@ -182,7 +105,7 @@ class ClaimStore:
             "tenant_id": {"S": claim.tenant_id},
             "event_type": {"S": claim.event_type},
             "job_id": {"S": claim.job_id},
-            "claimed_at": {"S": format_timestamp(now)},
+            "claimed_at": {"S": format_time(now)},
             # An abandoned claim still disappears one retention period later.
             "expires_at": {"N": str(self._expires_at(now, claim.signed_at))},
         }
@@ -196,7 +119,7 @@ class ClaimStore:
                 ),
                 ExpressionAttributeNames=_NAMES,
                 ExpressionAttributeValues={
-                    ":now": {"N": str(_seconds(now))},
+                    ":now": {"N": str(epoch_seconds(now))},
                     ":now_ms": {"N": str(now_ms)},
                     ":in_progress": {"S": ClaimState.IN_PROGRESS.value},
                 },
@@ -233,41 +156,33 @@ class ClaimStore:
         """Mark the claim done; raises `ClaimLostError` when it is no longer ours."""
         now = self._clock()
         fanned_out_to = tuple(sorted(set(subscription_ids)))
-        done_at = format_timestamp(now)
         expires_at = self._expires_at(now, claim.signed_at)
-        values: dict[str, Any] = {
-            ":done": {"S": ClaimState.DONE.value},
-            ":matched": {"N": str(matched)},
-            ":payload": {"B": _compress(payload)},
-            ":tenant": {"S": claim.tenant_id},
-            ":event_type": {"S": claim.event_type},
-            ":job_id": {"S": claim.job_id},
-            ":done_at": {"S": done_at},
-            ":expires_at": {"N": str(expires_at)},
-            ":token": {"S": claim.token},
-            ":in_progress": {"S": ClaimState.IN_PROGRESS.value},
-        }
         update = (
-            "SET #state = :done, matched = :matched, payload = :payload, tenant_id = :tenant, "
-            "event_type = :event_type, job_id = :job_id, done_at = :done_at, "
-            "expires_at = :expires_at"
+            ItemUpdate()
+            .set("state", {"S": ClaimState.DONE.value})
+            .set("matched", {"N": str(matched)})
+            .set("payload", {"B": _compress(payload)})
+            .set("tenant_id", {"S": claim.tenant_id})
+            .set("event_type", {"S": claim.event_type})
+            .set("job_id", {"S": claim.job_id})
+            .set("done_at", {"S": format_time(now)})
+            .set("expires_at", {"N": str(expires_at)})
         )
         if fanned_out_to:
             # DynamoDB refuses an empty set: no subscription, no attribute.
-            update += ", subscription_ids = :subscription_ids"
-            values[":subscription_ids"] = {"SS": list(fanned_out_to)}
+            update.set("subscription_ids", {"SS": list(fanned_out_to)})
         if matched == 0:
             # The sparse `unmatched` index lists it: nothing wanted it, which is worth seeing.
-            update += ", unmatched_tenant = :tenant"
-        update += " REMOVE lease_until"
+            update.set("unmatched_tenant", {"S": claim.tenant_id})
+        update.remove("lease_until")
+        token = update.value("token", {"S": claim.token})
+        in_progress = update.value("in_progress", {"S": ClaimState.IN_PROGRESS.value})
+        update.condition(
+            f"{update.name('claim_token')} = {token} AND {update.name('state')} = {in_progress}"
+        )
         try:
             self._dynamodb.update_item(
-                TableName=self.table_name,
-                Key={"event_id": {"S": claim.event_id}},
-                UpdateExpression=update,
-                ConditionExpression="claim_token = :token AND #state = :in_progress",
-                ExpressionAttributeNames=_NAMES,
-                ExpressionAttributeValues=values,
+                **update.request(self.table_name, {"event_id": {"S": claim.event_id}})
             )
         except ClientError as error:
             if is_condition_failure(error):
@@ -280,7 +195,7 @@ class ClaimStore:
             event_type=claim.event_type,
             job_id=claim.job_id,
             claimed_at=None,
-            expires_at=datetime.fromtimestamp(expires_at, UTC),
+            expires_at=from_epoch_seconds(expires_at),
             done_at=now,
             matched=matched,
             payload=payload,
@@ -309,7 +224,7 @@ class ClaimStore:
 
     def _expires_at(self, now: datetime, signed_at: int | None) -> int:
         return claim_expires_at(
-            now_seconds=_seconds(now),
+            now_seconds=epoch_seconds(now),
             signed_at=signed_at,
             retention_seconds=self._retention_seconds,
         )
@@ -343,9 +258,8 @@ class ClaimStore:
         self, tenant_id: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None
     ) -> EventPage:
         """The tenant's events no subscription matched, newest first."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
-            raise InvalidPageSizeError(MAX_PAGE_SIZE)
-        start_key = _decode_cursor(cursor, tenant_id) if cursor else None
+        check_page_size(limit)
+        start_key = _start_key(cursor, tenant_id) if cursor else None
         now = self._clock()
         found: list[EventRecord] = []
         # One more than asked, so that the last page says so instead of handing out a cursor.
@@ -357,7 +271,7 @@ class ClaimStore:
                 "FilterExpression": "expires_at > :now",
                 "ExpressionAttributeValues": {
                     ":tenant": {"S": tenant_id},
-                    ":now": {"N": str(_seconds(now))},
+                    ":now": {"N": str(epoch_seconds(now))},
                 },
                 "ScanIndexForward": False,
                 "Limit": limit + 1 - len(found),
@@ -377,8 +291,7 @@ class ClaimStore:
             start_key = response.get("LastEvaluatedKey")
             if not start_key:
                 break
-        page = tuple(found[:limit])
-        next_cursor = _encode_cursor(page[-1]) if len(found) > limit else None
+        page, next_cursor = cut_page(found, limit, _cursor_after)
         return EventPage(page, next_cursor)
 
     def record_fan_out(
@@ -394,29 +307,25 @@ class ClaimStore:
         # would hide its earlier deliveries, which the management API finds without one.
         recorded = record.subscription_ids
         added = tuple(sorted(set(subscription_ids))) if recorded is not None else ()
-        values: dict[str, Any] = {
-            ":matched": {"N": str(matched)},
-            ":at": {"S": format_timestamp(now)},
-            ":done": {"S": ClaimState.DONE.value},
-            ":now": {"N": str(_seconds(now))},
-        }
-        update = "SET matched = :matched, refanned_out_at = :at"
+        update = (
+            ItemUpdate()
+            .set("matched", {"N": str(matched)})
+            .set("refanned_out_at", {"S": format_time(now)})
+        )
         if matched == 0:
-            update += ", unmatched_tenant = :tenant"
-            values[":tenant"] = {"S": record.tenant_id}
+            update.set("unmatched_tenant", {"S": record.tenant_id})
         else:
-            update += " REMOVE unmatched_tenant"
+            update.remove("unmatched_tenant")
         if added:
-            update += " ADD subscription_ids :subscription_ids"
-            values[":subscription_ids"] = {"SS": list(added)}
+            update.add("subscription_ids", {"SS": list(added)})
+        done = update.value("done", {"S": ClaimState.DONE.value})
+        now_value = update.value("now", {"N": str(epoch_seconds(now))})
+        update.condition(
+            f"{update.name('state')} = {done} AND {update.name('expires_at')} > {now_value}"
+        )
         try:
             self._dynamodb.update_item(
-                TableName=self.table_name,
-                Key={"event_id": {"S": record.event_id}},
-                UpdateExpression=update,
-                ConditionExpression="#state = :done AND expires_at > :now",
-                ExpressionAttributeNames=_NAMES,
-                ExpressionAttributeValues=values,
+                **update.request(self.table_name, {"event_id": {"S": record.event_id}})
             )
         except ClientError as error:
             if is_condition_failure(error):
@@ -438,7 +347,7 @@ def _record_from_item(item: dict[str, Any]) -> EventRecord:
         event_type=_s(item, "event_type") or "",
         job_id=_s(item, "job_id") or "",
         claimed_at=_time(_s(item, "claimed_at")),
-        expires_at=datetime.fromtimestamp(int(_n(item, "expires_at") or 0), UTC),
+        expires_at=from_epoch_seconds(_n(item, "expires_at") or 0),
         lease_until_ms=_n(item, "lease_until"),
         done_at=_time(_s(item, "done_at")),
         matched=_n(item, "matched"),
@@ -483,42 +392,19 @@ def _n(item: dict[str, Any], name: str) -> int | None:
 
 
 def _time(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text) if text else None
+    return parse_time(text) if text else None
 
 
 def _text(moment: datetime | None) -> str | None:
-    return format_timestamp(moment) if moment is not None else None
+    return format_time(moment) if moment is not None else None
 
 
-def _millis(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
+def _cursor_after(record: EventRecord) -> str:
+    return encode_cursor({"t": record.tenant_id, "e": record.event_id, "d": _text(record.done_at)})
 
 
-def _seconds(moment: datetime) -> int:
-    return int(moment.timestamp())
-
-
-def _encode_cursor(record: EventRecord) -> str:
-    document = {"t": record.tenant_id, "e": record.event_id, "d": _text(record.done_at)}
-    text = json.dumps(document, separators=(",", ":"))
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str, tenant_id: str) -> dict[str, Any]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        document = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
-    except (ValueError, binascii.Error, UnicodeError):
-        raise InvalidCursorError() from None
-    # An empty key value would reach DynamoDB, which refuses it (ValidationException, a 502).
-    if (
-        not isinstance(document, dict)
-        or document.get("t") != tenant_id
-        or not isinstance(document.get("e"), str)
-        or not isinstance(document.get("d"), str)
-        or not (document["e"] and document["d"])
-    ):
-        raise InvalidCursorError()
+def _start_key(cursor: str, tenant_id: str) -> dict[str, Any]:
+    document = decode_cursor(cursor, bound={"t": tenant_id}, keys=("e", "d"))
     return {
         "event_id": {"S": document["e"]},
         "unmatched_tenant": {"S": tenant_id},

@@ -1,22 +1,23 @@
 """Errors of the ingest capability.
 
-Each class carries a stable `code` (logs, the management API, the CLI) and a sentence that says
-what happens next or what to do. A record whose processing raises one of them is reported as a
-batch item failure, so SQS delivers it again; none of them is ever raised for a message that is
-merely invalid (invalid messages are quarantined and acknowledged).
+Each class carries a stable `code` (logs, the management API, the CLI), the HTTP `status` of the
+API's answer (`jobhooks.exceptions`) and a sentence that says what happens next or what to do.
+A record whose processing raises one of them is reported as a batch item failure, so SQS
+delivers it again; none of them is ever raised for a message that is merely invalid (invalid
+messages are quarantined and acknowledged).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from http import HTTPStatus
+from typing import Any
 
-from jobhooks.errors import JobhooksError
+from jobhooks.exceptions import JobhooksError
+from jobhooks.storage.clients import aws_error_code
 
 
 class IngestError(JobhooksError):
-    """Base class: `code` is stable, `message` is a sentence for the operator."""
-
-    code: ClassVar[str] = "ingest_error"
+    code = "ingest_error"
 
 
 class ClaimInProgressError(IngestError):
@@ -66,6 +67,7 @@ class AwsServiceError(IngestError):
     """A DynamoDB, SQS or Secrets Manager call failed after botocore's own retries."""
 
     code = "aws_service_error"
+    status = HTTPStatus.BAD_GATEWAY
 
     def __init__(self, operation: str, aws_code: str) -> None:
         super().__init__(
@@ -79,19 +81,6 @@ class AwsServiceError(IngestError):
     def from_client_error(cls, operation: str, error: Any) -> AwsServiceError:
         """From a botocore `ClientError`."""
         return cls(operation, aws_error_code(error))
-
-
-def aws_error_code(error: Any) -> str:
-    """The AWS error code of a botocore `ClientError` (`Unknown` for anything else)."""
-    response = getattr(error, "response", None)
-    if isinstance(response, dict):
-        return str(response.get("Error", {}).get("Code", "Unknown"))
-    return "Unknown"
-
-
-def is_condition_failure(error: Any) -> bool:
-    """A DynamoDB conditional write whose condition did not hold."""
-    return aws_error_code(error) == "ConditionalCheckFailedException"
 
 
 class FetcherKeysUnavailableError(IngestError):
@@ -123,6 +112,7 @@ class QuarantineTooLargeError(IngestError):
 
 class EventNotFoundError(IngestError):
     code = "event_not_found"
+    status = HTTPStatus.NOT_FOUND
 
     def __init__(self, event_id: str) -> None:
         super().__init__(
@@ -134,6 +124,7 @@ class EventNotFoundError(IngestError):
 
 class EventInProgressError(IngestError):
     code = "event_in_progress"
+    status = HTTPStatus.CONFLICT
 
     def __init__(self, event_id: str) -> None:
         super().__init__(f"event {event_id!r} is still being ingested; try again once it is done")
@@ -142,6 +133,7 @@ class EventInProgressError(IngestError):
 
 class QuarantinedMessageNotFoundError(IngestError):
     code = "quarantined_message_not_found"
+    status = HTTPStatus.NOT_FOUND
 
     def __init__(self, quarantine_id: str) -> None:
         super().__init__(
@@ -153,6 +145,7 @@ class QuarantinedMessageNotFoundError(IngestError):
 
 class QuarantinedMessageIncompleteError(IngestError):
     code = "quarantined_message_incomplete"
+    status = HTTPStatus.CONFLICT
 
     def __init__(self, quarantine_id: str) -> None:
         super().__init__(
@@ -160,19 +153,3 @@ class QuarantinedMessageIncompleteError(IngestError):
             "to keep; replay the original from the ingest dead-letter queue instead"
         )
         self.quarantine_id = quarantine_id
-
-
-class InvalidCursorError(IngestError):
-    code = "invalid_cursor"
-
-    def __init__(self) -> None:
-        super().__init__(
-            "the cursor is not one this listing returned; start again without a cursor"
-        )
-
-
-class InvalidPageSizeError(IngestError):
-    code = "invalid_page_size"
-
-    def __init__(self, maximum: int) -> None:
-        super().__init__(f"the page size must be between 1 and {maximum}")

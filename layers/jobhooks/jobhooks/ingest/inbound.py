@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
+
+from jobhooks.inbound.envelope import ForwardedMessage, header_text
+from jobhooks.inbound.rejection import RejectedMessageError
+
+# A ce-id the bridge keeps for a message it could not verify (quarantine, DLQ listings).
+MAX_EVENT_ID_CHARS: Final = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +57,13 @@ def parse_sent_timestamp(value: object) -> datetime | None:
         return datetime.fromtimestamp(int(value) / 1000, UTC)
     except (ValueError, OverflowError, OSError):
         return None
+
+
+def claimed_event_id(body: str) -> str | None:
+    """The `ce-id` a rejected message names, if its envelope can be read at all."""
+    try:
+        message = ForwardedMessage.from_json(body)
+    except RejectedMessageError:
+        return None
+    text = header_text(message.headers.get("ce-id"))
+    return text[:MAX_EVENT_ID_CHARS] if text else None

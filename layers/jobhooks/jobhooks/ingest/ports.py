@@ -1,8 +1,9 @@
 """What the ingest use case needs from storage and queues, as small interfaces.
 
-`claims.ClaimStore`, `quarantine.QuarantineStore`, `fan_out.DeliveryQueue` and the
-subscription store are the DynamoDB and SQS adapters, `jobhooks.analytics.recorder
-.AnalyticsRecorder` writes the analytics rows; tests may pass in-memory fakes.
+They speak the model's types (`model`), never an adapter's: `claims.ClaimStore`,
+`quarantine.QuarantineStore`, `fan_out.DeliveryQueue` and the subscription store are the
+DynamoDB and SQS adapters, `jobhooks.analytics.recorder.AnalyticsRecorder` writes the analytics
+rows; tests may pass in-memory fakes.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from jobhooks.delivery_task import DeliveryTask
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.outcome import Outcome
 from jobhooks.inbound.rejection import RejectedMessageError
-from jobhooks.ingest.claims import Claim, Duplicate, EventPage, EventRecord
 from jobhooks.ingest.inbound import InboundMessage
-from jobhooks.ingest.quarantine import QuarantinedMessage
+from jobhooks.ingest.model import Claim, Duplicate, EventPage, EventRecord, QuarantinedMessage
 from jobhooks.subscriptions.model import Subscription
 
 

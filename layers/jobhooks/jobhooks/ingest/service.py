@@ -24,38 +24,35 @@ has one) and replays a quarantined message through this same path (`reingest`, a
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from enum import StrEnum
-from typing import Any, Final
+from typing import Final
 
 from jobhooks.analytics.exceptions import AnalyticsError
-from jobhooks.clock import utc_now
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.inbound.keys import parse_key_list
 from jobhooks.inbound.outcome import Outcome, to_webhook, webhook_json
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks.ingest.busy_records import BusyRecords
-from jobhooks.ingest.claims import (
-    DEFAULT_PAGE_SIZE,
-    Claim,
-    ClaimStore,
-    Duplicate,
-    EventPage,
-    EventRecord,
-)
 from jobhooks.ingest.exceptions import (
     ClaimInProgressError,
     ClaimLostError,
     EventNotFoundError,
     QuarantinedMessageIncompleteError,
 )
-from jobhooks.ingest.fan_out import DeliveryQueue, delivery_tasks_for
-from jobhooks.ingest.fetcher_keys import FetcherKeySource, SecretKeys, StaticKeys
+from jobhooks.ingest.fan_out import delivery_tasks_for
+from jobhooks.ingest.fetcher_keys import FetcherKeySource
 from jobhooks.ingest.inbound import InboundMessage
+from jobhooks.ingest.model import (
+    Claim,
+    Duplicate,
+    EventPage,
+    EventRecord,
+    FanOutResult,
+    IngestOutcome,
+    IngestResult,
+)
 from jobhooks.ingest.ports import (
     DeliveryTasks,
     EventClaims,
@@ -63,57 +60,11 @@ from jobhooks.ingest.ports import (
     Quarantine,
     SubscriptionMatcher,
 )
-from jobhooks.ingest.quarantine import QuarantineStore
-from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.telemetry import IngestTelemetry
+from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
+from jobhooks.storage.times import utc_now
 
 DEFAULT_MAX_LEASE_MS: Final = 120_000
-
-
-class IngestOutcome(StrEnum):
-    ACCEPTED = "accepted"
-    DUPLICATE = "duplicate"
-    REJECTED = "rejected"
-
-
-@dataclass(frozen=True, slots=True)
-class IngestResult:
-    outcome: IngestOutcome
-    event_id: str | None = None
-    """The verified `ce-id`; for a rejection, the one the message claims (unverified)."""
-    deliveries: int = 0
-    reason: Reason | None = None
-    quarantine_id: str | None = None
-
-    @property
-    def summary(self) -> str:
-        """`accepted`, `duplicate` or `rejected:<reason>`."""
-        if self.reason is not None:
-            return f"{self.outcome.value}:{self.reason.value}"
-        return self.outcome.value
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "outcome": self.outcome.value,
-            "event_id": self.event_id,
-            "deliveries": self.deliveries,
-            "reason": self.reason.value if self.reason else None,
-            "quarantine_id": self.quarantine_id,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class FanOutResult:
-    event_id: str
-    deliveries: int
-    subscription_ids: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "event_id": self.event_id,
-            "deliveries": self.deliveries,
-            "subscription_ids": list(self.subscription_ids),
-        }
 
 
 class IngestService:
@@ -365,80 +316,3 @@ class IngestService:
                 extra={"event_id": claim.event_id, "error": str(error)},
             )
             return False
-
-
-def build_ingest_service(
-    settings: IngestSettings,
-    *,
-    session: Any = None,
-    telemetry: IngestTelemetry | None = None,
-    clock: Callable[[], datetime] = utc_now,
-) -> IngestService:
-    """The service over real AWS clients (from `session`, or boto3's default session)."""
-    import boto3
-    from botocore.config import Config
-
-    from jobhooks.analytics.recorder import build_analytics_recorder
-    from jobhooks.subscriptions.store import SubscriptionStore
-
-    make_client = session.client if session is not None else boto3.client
-    # Matching never decrypts a secret: the subscription stores need no KMS client.
-    config = Config(
-        retries={"mode": "standard", "max_attempts": 3},
-        connect_timeout=3,
-        read_timeout=10,
-    )
-    dynamodb = make_client("dynamodb", config=config)
-    sqs = make_client("sqs", config=config)
-    keys: FetcherKeySource
-    if settings.fetcher_keys_secret_arn:
-        from aws_lambda_powertools.utilities.parameters import SecretsProvider
-
-        provider = SecretsProvider(boto3_client=make_client("secretsmanager", config=config))
-        keys = SecretKeys(settings.fetcher_keys_secret_arn, provider)
-    else:
-        keys = StaticKeys(parse_key_list(settings.fetcher_hmac_keys))
-    return IngestService(
-        claims=ClaimStore(
-            settings.claims_table,
-            dynamodb,
-            retention_seconds=settings.claim_retention_seconds,
-            clock=clock,
-        ),
-        quarantine=QuarantineStore(
-            settings.quarantine_table,
-            dynamodb,
-            retention_seconds=settings.quarantine_retention_seconds,
-            clock=clock,
-        ),
-        subscriptions=SubscriptionStore(
-            settings.subscriptions_table,
-            dynamodb,
-            None,
-            matching_cache_seconds=settings.subscription_cache_seconds,
-        ),
-        current_subscriptions=SubscriptionStore(settings.subscriptions_table, dynamodb, None),
-        deliveries=DeliveryQueue(settings.delivery_queue_url, sqs),
-        keys=keys,
-        policy=settings.verification_policy(keys=()),
-        producer_release=settings.producer_release,
-        max_lease_ms=int(settings.claim_lease_max_seconds * 1000),
-        telemetry=telemetry,
-        clock=clock,
-        busy_records=(
-            BusyRecords(settings.ingest_queue_url, sqs, clock=clock)
-            if settings.ingest_queue_url
-            else None
-        ),
-        analytics=build_analytics_recorder(settings, session=session),
-    )
-
-
-@functools.cache
-def ingest_service(telemetry: IngestTelemetry | None = None) -> IngestService:
-    """The process's service, built from the environment on first use (then reused).
-
-    Tests that change the environment or the boto3 default session call
-    `ingest_service.cache_clear()`.
-    """
-    return build_ingest_service(IngestSettings.from_env(), telemetry=telemetry)

@@ -1,5 +1,7 @@
 """The ingest function's configuration: one model, read once from `JOBHOOKS_*` at start.
 
+`VerificationSettings` (how inbound events are verified) is the part `jobhooks inspect` shares.
+
 docs/architecture.md ("Environment") lists every variable; docs/ingest.md says what each one
 changes; the analytics sink's (`AnalyticsSinkSettings`) are in docs/analytics.md.
 """
@@ -9,10 +11,59 @@ from __future__ import annotations
 from pydantic import Field, ValidationInfo, field_validator
 
 from jobhooks.analytics.settings import AnalyticsSinkSettings
+from jobhooks.inbound.cross_checks import parse_source_list
+from jobhooks.inbound.job_events import VerificationPolicy
+from jobhooks.inbound.keys import HmacKey, KeyConfigurationError, parse_key_list
 from jobhooks.ingest.claim_retention import claim_retention_seconds
-from jobhooks.settings import VerificationSettings
+from jobhooks.settings import Settings
 
 SECONDS_PER_DAY = 86_400
+
+
+class VerificationSettings(Settings):
+    """How inbound Fetcher events are verified (ingest, `jobhooks inspect`)."""
+
+    fetcher_hmac_keys: str = Field(
+        "", description="external HMAC keys, 64 hex each, comma-separated, current first"
+    )
+    dedup_retention_days: float = Field(7, gt=0, le=365)
+    future_skew_seconds: float = Field(30, ge=0, le=3600)
+    allow_legacy_signatures: bool = False
+    producer_release: str = ""
+    allowed_sources: str = Field(
+        "",
+        description="ce-source values accepted, comma-separated; empty: ce-source is not checked",
+    )
+
+    @field_validator("fetcher_hmac_keys")
+    @classmethod
+    def _keys_parse(cls, value: str) -> str:
+        if value:
+            try:
+                parse_key_list(value)
+            except KeyConfigurationError as error:
+                raise ValueError(str(error)) from None
+        return value
+
+    @field_validator("allowed_sources")
+    @classmethod
+    def _sources_parse(cls, value: str) -> str:
+        parse_source_list(value)
+        return value
+
+    def verification_policy(self, keys: tuple[HmacKey, ...] | None = None) -> VerificationPolicy:
+        """The policy for verifying events; `keys` overrides the directly configured ones."""
+        if keys is None:
+            keys = parse_key_list(self.fetcher_hmac_keys)
+        retention = self.dedup_retention_days * 86400
+        return VerificationPolicy(
+            keys=keys,
+            max_age_seconds=retention,
+            max_future_seconds=self.future_skew_seconds,
+            allow_legacy_signatures=self.allow_legacy_signatures,
+            allowed_sources=parse_source_list(self.allowed_sources),
+            max_emission_lag_seconds=retention,
+        )
 
 
 class IngestSettings(VerificationSettings, AnalyticsSinkSettings):

@@ -16,9 +16,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from jobhooks.ingest.claims import Claim, EventRecord
 from jobhooks.ingest.inbound import InboundMessage
-from jobhooks.ingest.quarantine import QuarantinedMessage
+from jobhooks.ingest.model import Claim, EventRecord, QuarantinedMessage
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics

@@ -2,12 +2,15 @@
 
 One `ManagementContext` per process and configuration (`get_management_context`), over real
 boto3 clients. Tests build their own with `build_management_context(...)` to inject a DNS
-resolver, a clock or a webhook client, and hand it to the API through the Event Handler's
-`dependency_overrides`; nothing is patched.
+resolver, a clock, a webhook client or an SQS client, and hand it to the API through the Event
+Handler's `dependency_overrides`; nothing is patched.
 
-The ingest use case (re-fan-out, quarantine replay) is built on first use from the ingest
-settings, so every other operation keeps working when the API function lacks the Fetcher key
-configuration that replaying a quarantined message needs.
+Each store, client and use case is made when a request first needs it, then kept: a request
+that lists subscriptions never loads the attempt log, the quarantine or the HTTP client, and
+the API's cold start pays for none of them (docs/performance.md). The ingest use case
+(re-fan-out, quarantine replay) is built from the ingest settings, so every other operation
+keeps working when the API function lacks the Fetcher key configuration that replaying a
+quarantined message needs.
 """
 
 from __future__ import annotations
@@ -17,52 +20,124 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from jobhooks.delivery.attempt_log import AttemptLog
-from jobhooks.delivery.deliver import WebhookPoster
-from jobhooks.delivery.http_client import DEFAULT_CONNECT_TIMEOUT_SECONDS, WebhookClient
 from jobhooks.delivery.network_policy import NetworkPolicy, Resolver, resolve_host
 from jobhooks.ingest.claim_retention import claim_retention_seconds
-from jobhooks.ingest.claims import ClaimStore
-from jobhooks.ingest.quarantine import QuarantineStore
-from jobhooks.ingest.service import IngestService, build_ingest_service
-from jobhooks.ingest.settings import SECONDS_PER_DAY, IngestSettings
+from jobhooks.management.exceptions import ManagementMisconfiguredError
 from jobhooks.management.settings import (
     ManagementSettings,
     RedriveMethod,
     effective_redrive_method,
 )
-from jobhooks.subscriptions.model import utc_now
-from jobhooks.subscriptions.store import SubscriptionStore
+from jobhooks.settings import ConfigurationError
+from jobhooks.storage.clients import aws_client
+from jobhooks.storage.times import utc_now
 
-# The API function has 15 s in all (template.yaml); each AWS call gets a short leash and one
-# retry, so a slow dependency surfaces as an error answer instead of a function timeout.
-_AWS_CONNECT_TIMEOUT: Final = 3
-_AWS_READ_TIMEOUT: Final = 5
-_AWS_ATTEMPTS: Final = 2
+if TYPE_CHECKING:
+    from jobhooks.delivery.attempt_log import AttemptLog
+    from jobhooks.delivery.ports import WebhookPoster
+    from jobhooks.ingest.claims import ClaimStore
+    from jobhooks.ingest.quarantine import QuarantineStore
+    from jobhooks.ingest.service import IngestService
+    from jobhooks.subscriptions.store import SubscriptionStore
+
+SECONDS_PER_DAY: Final = 86_400
 
 
 @dataclass
 class ManagementContext:
     settings: ManagementSettings
-    subscriptions: SubscriptionStore
-    attempt_log: AttemptLog
-    claims: ClaimStore
-    quarantine: QuarantineStore
-    sqs: Any
     network_policy: NetworkPolicy
-    webhook_client: WebhookPoster
     redrive_method: RedriveMethod
     clock: Callable[[], datetime] = utc_now
-    ingest_factory: Callable[[], IngestService] | None = field(default=None, repr=False)
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ, repr=False)
+    session: Any = field(default=None, repr=False)
+    """The boto3 session clients come from; None: boto3's default session."""
+    resolver: Resolver = field(default=resolve_host, repr=False)
+    webhook_client_override: WebhookPoster | None = field(default=None, repr=False)
+    sqs_override: Any = field(default=None, repr=False)
+
+    @functools.cached_property
+    def dynamodb(self) -> Any:
+        return aws_client("dynamodb", session=self.session)
+
+    @functools.cached_property
+    def sqs(self) -> Any:
+        if self.sqs_override is not None:
+            return self.sqs_override
+        return aws_client("sqs", session=self.session)
+
+    @functools.cached_property
+    def subscriptions(self) -> SubscriptionStore:
+        from jobhooks.subscriptions.store import SubscriptionStore
+
+        return SubscriptionStore(
+            self.settings.subscriptions_table,
+            self.dynamodb,
+            aws_client("kms", session=self.session),
+            kms_key_id=self.settings.kms_key_id or None,
+            allow_http_urls=self.settings.allow_private_webhooks,
+            clock=self.clock,
+        )
+
+    @functools.cached_property
+    def attempt_log(self) -> AttemptLog:
+        from jobhooks.delivery.attempt_log import AttemptLog
+
+        return AttemptLog(self.settings.deliveries_table, self.dynamodb, clock=self.clock)
+
+    @functools.cached_property
+    def claims(self) -> ClaimStore:
+        from jobhooks.ingest.claims import ClaimStore
+
+        settings = self.settings
+        return ClaimStore(
+            settings.claims_table,
+            self.dynamodb,
+            retention_seconds=claim_retention_seconds(
+                freshness_window_seconds=int(settings.dedup_retention_days * SECONDS_PER_DAY),
+                queue_retention_seconds=settings.ingest_queue_retention_seconds,
+            ),
+            clock=self.clock,
+        )
+
+    @functools.cached_property
+    def quarantine(self) -> QuarantineStore:
+        from jobhooks.ingest.quarantine import QuarantineStore
+
+        return QuarantineStore(
+            self.settings.quarantine_table,
+            self.dynamodb,
+            retention_seconds=int(self.settings.quarantine_retention_days * SECONDS_PER_DAY),
+            clock=self.clock,
+        )
+
+    @functools.cached_property
+    def webhook_client(self) -> WebhookPoster:
+        """The client test sends go through, under this context's network policy rules."""
+        if self.webhook_client_override is not None:
+            return self.webhook_client_override
+        from jobhooks.delivery.http_client import make_webhook_client
+
+        return make_webhook_client(
+            allow_private_networks=self.settings.allow_private_webhooks,
+            total_timeout=self.settings.test_send_timeout_seconds,
+            resolver=self.resolver,
+        )
 
     @functools.cached_property
     def ingest(self) -> IngestService:
-        """The ingest use case; raises `ConfigurationError` when its settings are incomplete."""
-        if self.ingest_factory is None:
-            raise RuntimeError("this context was built without an ingest service")
-        return self.ingest_factory()
+        """The ingest use case; raises `ManagementMisconfiguredError` when its settings are
+        incomplete."""
+        from jobhooks.ingest.settings import IngestSettings
+        from jobhooks.ingest.wiring import build_ingest_service
+
+        try:
+            ingest_settings = IngestSettings.from_env(self.environ)
+        except ConfigurationError as error:
+            raise ManagementMisconfiguredError(error.message) from None
+        return build_ingest_service(ingest_settings, session=self.session, clock=self.clock)
 
 
 def build_management_context(
@@ -75,65 +150,20 @@ def build_management_context(
     webhook_client: WebhookPoster | None = None,
     sqs: Any = None,
 ) -> ManagementContext:
-    """The context over boto3 clients from `session` (default: boto3's default session)."""
-    import boto3
-    from botocore.config import Config
-
+    """The context over AWS clients from `session` (default: boto3's default session)."""
     environ = os.environ if environ is None else environ
-    make_client = session.client if session is not None else boto3.client
-    config = Config(
-        retries={"mode": "standard", "max_attempts": _AWS_ATTEMPTS},
-        connect_timeout=_AWS_CONNECT_TIMEOUT,
-        read_timeout=_AWS_READ_TIMEOUT,
-    )
-    dynamodb = make_client("dynamodb", config=config)
-    policy = NetworkPolicy(
-        allow_private_networks=settings.allow_private_webhooks, resolver=resolver
-    )
-    if webhook_client is None:
-        webhook_client = WebhookClient(
-            policy,
-            connect_timeout=min(
-                DEFAULT_CONNECT_TIMEOUT_SECONDS, settings.test_send_timeout_seconds
-            ),
-            total_timeout=settings.test_send_timeout_seconds,
-        )
-
-    def ingest() -> IngestService:
-        return build_ingest_service(IngestSettings.from_env(environ), session=session, clock=clock)
-
     return ManagementContext(
         settings=settings,
-        subscriptions=SubscriptionStore(
-            settings.subscriptions_table,
-            dynamodb,
-            make_client("kms", config=config),
-            kms_key_id=settings.kms_key_id or None,
-            allow_http_urls=settings.allow_private_webhooks,
-            clock=clock,
+        network_policy=NetworkPolicy(
+            allow_private_networks=settings.allow_private_webhooks, resolver=resolver
         ),
-        attempt_log=AttemptLog(settings.deliveries_table, dynamodb, clock=clock),
-        claims=ClaimStore(
-            settings.claims_table,
-            dynamodb,
-            retention_seconds=claim_retention_seconds(
-                freshness_window_seconds=int(settings.dedup_retention_days * SECONDS_PER_DAY),
-                queue_retention_seconds=settings.ingest_queue_retention_seconds,
-            ),
-            clock=clock,
-        ),
-        quarantine=QuarantineStore(
-            settings.quarantine_table,
-            dynamodb,
-            retention_seconds=int(settings.quarantine_retention_days * SECONDS_PER_DAY),
-            clock=clock,
-        ),
-        sqs=sqs if sqs is not None else make_client("sqs", config=config),
-        network_policy=policy,
-        webhook_client=webhook_client,
         redrive_method=effective_redrive_method(settings.dlq_redrive, environ),
         clock=clock,
-        ingest_factory=ingest,
+        environ=environ,
+        session=session,
+        resolver=resolver,
+        webhook_client_override=webhook_client,
+        sqs_override=sqs,
     )
 
 

@@ -14,10 +14,8 @@ misses only the deliveries of a subscription deleted since.
 
 from __future__ import annotations
 
-from jobhooks.delivery.attempt_log import DeliveryAttempt, DeliveryRecord
-from jobhooks.delivery.parking import enqueue_delivery, replay_task
-from jobhooks.delivery_task import delivery_task_for
-from jobhooks.inbound.outcome import format_timestamp
+from typing import TYPE_CHECKING
+
 from jobhooks.ingest.exceptions import EventNotFoundError
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.exceptions import EventPayloadUnavailableError, InvalidDeliveryFilterError
@@ -28,7 +26,11 @@ from jobhooks.management.models import (
     DeliverySummary,
     ReplayedDelivery,
 )
-from jobhooks.subscriptions.store import MAX_PAGE_SIZE as MAX_SUBSCRIPTIONS_PAGE
+from jobhooks.storage.pages import MAX_PAGE_SIZE
+from jobhooks.storage.times import format_time
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.model import DeliveryAttempt, DeliveryRecord
 
 
 def list_deliveries(
@@ -77,9 +79,7 @@ def event_subscription_ids(
     found: list[str] = []
     cursor: str | None = None
     while True:
-        page = context.subscriptions.list_by_tenant(
-            tenant_id, limit=MAX_SUBSCRIPTIONS_PAGE, cursor=cursor
-        )
+        page = context.subscriptions.list_by_tenant(tenant_id, limit=MAX_PAGE_SIZE, cursor=cursor)
         found.extend(subscription.subscription_id for subscription in page.subscriptions)
         cursor = page.next_cursor
         if cursor is None:
@@ -100,6 +100,10 @@ def replay_delivery(
     context: ManagementContext, delivery_id: str, *, tenant_id: str | None = None
 ) -> ReplayedDelivery:
     """Enqueue the delivery again with `replay: true`, whatever its status."""
+    # The delivery task codec loads with the first replay, not with the API.
+    from jobhooks.delivery.parking import enqueue_delivery, replay_task
+    from jobhooks.delivery_task import delivery_task_for
+
     record = context.attempt_log.get(delivery_id, tenant_id=tenant_id)
     # A deleted subscription would only turn the replay into a `failed` record: say so now.
     context.subscriptions.get(record.subscription_id, tenant_id=record.tenant_id)
@@ -138,8 +142,8 @@ def delivery_summary(record: DeliveryRecord) -> DeliverySummary:
         event_type=record.event_type,
         status=record.status.value,
         attempt_count=record.attempt_count,
-        created_at=format_timestamp(record.created_at),
-        updated_at=format_timestamp(record.updated_at),
+        created_at=format_time(record.created_at),
+        updated_at=format_time(record.updated_at),
         last_attempt=attempt_view(last) if last is not None else None,
     )
 
@@ -147,7 +151,7 @@ def delivery_summary(record: DeliveryRecord) -> DeliverySummary:
 def attempt_view(attempt: DeliveryAttempt) -> AttemptView:
     return AttemptView(
         n=attempt.n,
-        at=format_timestamp(attempt.at),
+        at=format_time(attempt.at),
         status_code=attempt.status_code,
         error=attempt.error,
         latency_ms=attempt.latency_ms,

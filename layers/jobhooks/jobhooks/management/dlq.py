@@ -26,12 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from botocore.exceptions import ClientError
-
-from jobhooks.delivery.parking import ParkingSummary
-from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError
-from jobhooks.inbound.outcome import format_timestamp
-from jobhooks.ingest.quarantine import claimed_event_id
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.exceptions import RedriveUnavailableError
 from jobhooks.management.models import (
@@ -43,6 +37,7 @@ from jobhooks.management.models import (
     RedriveResult,
 )
 from jobhooks.management.settings import RedriveMethod
+from jobhooks.storage.times import format_time
 
 SQS_BATCH: Final = 10
 # Long enough to send a batch back before SQS would hand the same messages to someone else.
@@ -99,6 +94,8 @@ def redrive_dlq(
 
 def start_move_task(sqs: Any, queue: DeadLetterQueue, dlq_url: str, source_url: str) -> str:
     """SQS moves the DLQ's messages back to `source_url` itself; the task handle."""
+    from botocore.exceptions import ClientError  # loaded with the SQS client by now
+
     try:
         response = sqs.start_message_move_task(
             SourceArn=_queue_arn(sqs, dlq_url), DestinationArn=_queue_arn(sqs, source_url)
@@ -139,6 +136,11 @@ def resend_parked(
 
 def parked_message(queue: DeadLetterQueue, message: Mapping[str, Any]) -> ParkedMessage:
     """What a parked message is about, read from its body; never the payload itself."""
+    # The codecs of parked messages load with the first DLQ listing, not with the API.
+    from jobhooks.delivery.parking import ParkingSummary
+    from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError
+    from jobhooks.ingest.inbound import claimed_event_id
+
     body = str(message.get("Body", ""))
     attributes = message.get("Attributes") or {}
     sent = attributes.get("SentTimestamp")
@@ -146,7 +148,7 @@ def parked_message(queue: DeadLetterQueue, message: Mapping[str, Any]) -> Parked
     fields: dict[str, Any] = {
         "message_id": str(message.get("MessageId", "")),
         "sent_at": (
-            format_timestamp(datetime.fromtimestamp(int(str(sent)) / 1000, UTC))
+            format_time(datetime.fromtimestamp(int(str(sent)) / 1000, UTC))
             if str(sent).isdigit()
             else None
         ),
@@ -274,6 +276,8 @@ def _sendable_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _latest_move_task(sqs: Any, dlq_arn: str) -> MoveTaskView | None:
+    from botocore.exceptions import ClientError  # loaded with the SQS client by now
+
     try:
         results = sqs.list_message_move_tasks(SourceArn=dlq_arn, MaxResults=1).get("Results", [])
     except ClientError:
@@ -287,7 +291,7 @@ def _latest_move_task(sqs: Any, dlq_arn: str) -> MoveTaskView | None:
         moved=task.get("ApproximateNumberOfMessagesMoved"),
         to_move=task.get("ApproximateNumberOfMessagesToMove"),
         started_at=(
-            format_timestamp(datetime.fromtimestamp(int(started) / 1000, UTC))
+            format_time(datetime.fromtimestamp(int(started) / 1000, UTC))
             if started is not None
             else None
         ),

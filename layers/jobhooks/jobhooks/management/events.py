@@ -7,8 +7,6 @@ carry `replay: true`, so a subscription that already received the event receives
 
 from __future__ import annotations
 
-from jobhooks.delivery_task import delivery_id_for
-from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.ingest.exceptions import EventNotFoundError
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.models import (
@@ -17,12 +15,16 @@ from jobhooks.management.models import (
     UnmatchedEvent,
     UnmatchedEventPage,
 )
-from jobhooks.webhook_signature import webhook_id_for
+from jobhooks.storage.times import format_time
 
 
 def replay_event(
     context: ManagementContext, event_id: str, *, tenant_id: str | None = None
 ) -> EventReplay:
+    # The delivery task's ids load with the first replay, not with the API.
+    from jobhooks.delivery_task import delivery_id_for
+    from jobhooks.webhook_signature import webhook_id_for
+
     record = context.claims.get_done(event_id)
     if tenant_id is not None and record.tenant_id != tenant_id:
         raise EventNotFoundError(event_id)
@@ -54,8 +56,8 @@ def list_unmatched_events(
                 tenant_id=record.tenant_id,
                 event_type=record.event_type,
                 job_id=record.job_id,
-                done_at=format_timestamp(record.done_at) if record.done_at else None,
-                expires_at=format_timestamp(record.expires_at),
+                done_at=format_time(record.done_at) if record.done_at else None,
+                expires_at=format_time(record.expires_at),
             )
             for record in page.events
         ],

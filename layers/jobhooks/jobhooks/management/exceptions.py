@@ -1,9 +1,10 @@
 """Errors of the management operations, and the one mapping of every error to an API answer.
 
-`api_error_for` turns any exception an operation can raise (its own, the subscription store's,
-the network policy's, the ingest stores', botocore's) into an `ApiError`: the HTTP status, a
-stable `code` and a sentence that says what to do, plus the request field at fault when there
-is one. The API writes it as `{"error": {"code", "message", "field"}}`; the CLI prints
+`api_error_for` turns any exception an operation can raise into an `ApiError`. A
+`JobhooksError` (this package's, the stores', the network policy's) says it all itself: its
+`code`, its HTTP `status`, the request `field` at fault and a `message` that says what to do
+(`jobhooks.exceptions`). botocore's errors become 502s; anything else is a 500 that reveals
+nothing. The API writes it as `{"error": {"code", "message", "field"}}`; the CLI prints
 `code: message`. Messages never carry a secret or a whole webhook URL (URLs often hold tokens).
 """
 
@@ -12,51 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from jobhooks.delivery.attempt_log import (
-    DeliveryLogBusyError,
-    DeliveryLogError,
-    DeliveryNotFoundError,
-    InvalidDeliveryCursorError,
-    InvalidDeliveryPageSizeError,
-)
-from jobhooks.delivery.exceptions import RefusedUrlError
-from jobhooks.errors import JobhooksError
-from jobhooks.ingest.exceptions import (
-    AwsServiceError,
-    EventInProgressError,
-    EventNotFoundError,
-    IngestError,
-    QuarantinedMessageIncompleteError,
-    QuarantinedMessageNotFoundError,
-)
-from jobhooks.ingest.exceptions import (
-    InvalidCursorError as IngestInvalidCursorError,
-)
-from jobhooks.ingest.exceptions import (
-    InvalidPageSizeError as IngestInvalidPageSizeError,
-)
+from jobhooks.exceptions import JobhooksError
 from jobhooks.settings import ConfigurationError
-from jobhooks.subscriptions.exceptions import (
-    InvalidCursorError,
-    InvalidDescriptionError,
-    InvalidEventTypeError,
-    InvalidGracePeriodError,
-    InvalidPageSizeError,
-    InvalidStatusError,
-    InvalidTenantIdError,
-    InvalidUrlError,
-    KeyServiceError,
-    KmsKeyNotConfiguredError,
-    SecretDecryptionError,
-    SubscriptionConflictError,
-    SubscriptionError,
-    SubscriptionNotFoundError,
-    SubscriptionValidationError,
-)
 
 INTERNAL_ERROR: Final = "internal_error"
 INVALID_REQUEST: Final = "invalid_request"
@@ -66,19 +26,8 @@ NOT_FOUND: Final = "not_found"
 _LOCATIONS: Final = ("body", "query", "path", "header")
 
 
-class ManagementError(Exception):
-    """Base class: `code` is stable, `message` a sentence for the operator, `status` HTTP."""
-
-    code: ClassVar[str] = "management_error"
-    status: ClassVar[HTTPStatus] = HTTPStatus.INTERNAL_SERVER_ERROR
-
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
+class ManagementError(JobhooksError):
+    code = "management_error"
 
 
 class RequestBodyError(ManagementError):
@@ -88,9 +37,10 @@ class RequestBodyError(ManagementError):
 class InvalidJsonError(RequestBodyError):
     code = "invalid_json"
     status = HTTPStatus.BAD_REQUEST
+    field = "body"
 
     def __init__(self, reason: str) -> None:
-        super().__init__(f"{reason}; send a JSON object encoded as UTF-8", field="body")
+        super().__init__(f"{reason}; send a JSON object encoded as UTF-8")
 
 
 class UnsupportedMediaTypeError(RequestBodyError):
@@ -104,12 +54,12 @@ class UnsupportedMediaTypeError(RequestBodyError):
 class InvalidDeliveryFilterError(ManagementError):
     code = "invalid_delivery_filter"
     status = HTTPStatus.UNPROCESSABLE_ENTITY
+    field = "subscription_id"
 
     def __init__(self) -> None:
         super().__init__(
             "give exactly one of subscription_id (a subscription's deliveries, newest first) "
-            "or event_id (an event's deliveries, one per subscription)",
-            field="subscription_id",
+            "or event_id (an event's deliveries, one per subscription)"
         )
 
 
@@ -143,6 +93,13 @@ class RedriveUnavailableError(ManagementError):
         self.aws_code = aws_code
 
 
+class ManagementMisconfiguredError(ConfigurationError):
+    """A setting the management API (or the ingest path it replays through) needs is bad."""
+
+    def __init__(self, problems: str) -> None:
+        super().__init__(f"the management API is misconfigured: {problems}")
+
+
 @dataclass(frozen=True, slots=True)
 class ApiError:
     """What the API answers for an error."""
@@ -159,36 +116,6 @@ class ApiError:
         return {"error": error}
 
 
-# The request field each input error of the subscription store is about.
-_SUBSCRIPTION_FIELDS: Final[dict[type[SubscriptionError], str]] = {
-    InvalidUrlError: "url",
-    InvalidEventTypeError: "event_types",
-    InvalidTenantIdError: "tenant_id",
-    InvalidDescriptionError: "description",
-    InvalidStatusError: "status",
-    InvalidGracePeriodError: "grace_seconds",
-    InvalidCursorError: "cursor",
-    InvalidPageSizeError: "limit",
-}
-
-_DELIVERY_LOG_STATUSES: Final[dict[type[DeliveryLogError], tuple[HTTPStatus, str | None]]] = {
-    DeliveryNotFoundError: (HTTPStatus.NOT_FOUND, None),
-    DeliveryLogBusyError: (HTTPStatus.SERVICE_UNAVAILABLE, None),
-    InvalidDeliveryCursorError: (HTTPStatus.UNPROCESSABLE_ENTITY, "cursor"),
-    InvalidDeliveryPageSizeError: (HTTPStatus.UNPROCESSABLE_ENTITY, "limit"),
-}
-
-_INGEST_STATUSES: Final[dict[type[IngestError], tuple[HTTPStatus, str | None]]] = {
-    EventNotFoundError: (HTTPStatus.NOT_FOUND, None),
-    QuarantinedMessageNotFoundError: (HTTPStatus.NOT_FOUND, None),
-    EventInProgressError: (HTTPStatus.CONFLICT, None),
-    QuarantinedMessageIncompleteError: (HTTPStatus.CONFLICT, None),
-    IngestInvalidCursorError: (HTTPStatus.UNPROCESSABLE_ENTITY, "cursor"),
-    IngestInvalidPageSizeError: (HTTPStatus.UNPROCESSABLE_ENTITY, "limit"),
-    AwsServiceError: (HTTPStatus.BAD_GATEWAY, None),
-}
-
-
 def with_field(field: str | None, message: str) -> str:
     """`field: message`, so that the message alone names the field at fault."""
     return f"{field}: {message}" if field else message
@@ -196,38 +123,13 @@ def with_field(field: str | None, message: str) -> str:
 
 def api_error_for(error: BaseException) -> ApiError:
     """The API answer for `error`; anything unforeseen is a 500 that reveals nothing."""
-    if isinstance(error, ManagementError):
+    if isinstance(error, JobhooksError):
         return ApiError(
-            error.status, error.code, with_field(error.field, error.message), error.field
+            int(error.status), str(error.code), with_field(error.field, error.message), error.field
         )
-    if isinstance(error, RefusedUrlError):
-        return ApiError(
-            HTTPStatus.UNPROCESSABLE_ENTITY,
-            error.code.value,
-            with_field("url", error.message),
-            "url",
-        )
-    if isinstance(error, SubscriptionError):
-        return _subscription_error(error)
-    if isinstance(error, DeliveryLogError):
-        status, field = _DELIVERY_LOG_STATUSES.get(
-            type(error), (HTTPStatus.INTERNAL_SERVER_ERROR, None)
-        )
-        return ApiError(status, error.code, with_field(field, error.message), field)
-    if isinstance(error, IngestError):
-        status, field = _INGEST_STATUSES.get(type(error), (HTTPStatus.INTERNAL_SERVER_ERROR, None))
-        return ApiError(status, error.code, with_field(field, error.message), field)
-    own_status = getattr(error, "status", None)
-    if isinstance(error, JobhooksError) and isinstance(own_status, int):
-        # Errors that carry their own answer (`code`, `status`, `field`), as analytics' do.
-        own_field = getattr(error, "field", None)
-        return ApiError(own_status, error.code, with_field(own_field, error.message), own_field)
-    if isinstance(error, ConfigurationError):
-        return ApiError(
-            HTTPStatus.SERVICE_UNAVAILABLE,
-            "configuration_error",
-            f"the management API is misconfigured: {error}",
-        )
+    # botocore loads with the first AWS client; an error of its own implies it is loaded.
+    from botocore.exceptions import BotoCoreError, ClientError
+
     if isinstance(error, ClientError):
         aws_code = str(error.response.get("Error", {}).get("Code", "Unknown"))
         operation = getattr(error, "operation_name", "an AWS call")
@@ -249,26 +151,6 @@ def api_error_for(error: BaseException) -> ApiError:
         "the management API failed unexpectedly; the function's log has the details "
         "(search it for this request id)",
     )
-
-
-def _subscription_error(error: SubscriptionError) -> ApiError:
-    if isinstance(error, SubscriptionValidationError):
-        field = next(
-            (name for kind, name in _SUBSCRIPTION_FIELDS.items() if isinstance(error, kind)),
-            None,
-        )
-        return ApiError(
-            HTTPStatus.UNPROCESSABLE_ENTITY, error.code, with_field(field, error.message), field
-        )
-    if isinstance(error, SubscriptionNotFoundError):
-        return ApiError(HTTPStatus.NOT_FOUND, error.code, error.message)
-    if isinstance(error, SubscriptionConflictError | SecretDecryptionError):
-        return ApiError(HTTPStatus.CONFLICT, error.code, error.message)
-    if isinstance(error, KmsKeyNotConfiguredError):
-        return ApiError(HTTPStatus.SERVICE_UNAVAILABLE, error.code, error.message)
-    if isinstance(error, KeyServiceError):
-        return ApiError(HTTPStatus.BAD_GATEWAY, error.code, error.message)
-    return ApiError(HTTPStatus.INTERNAL_SERVER_ERROR, error.code, error.message)
 
 
 def api_error_for_invalid_request(errors: Sequence[Mapping[str, Any]]) -> ApiError:

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobhooks.delivery.network_policy import MAX_URL_LENGTH
 from jobhooks.management.settings import RedriveMethod
 from jobhooks.subscriptions.model import (
     ALL_EVENT_TYPES,
@@ -22,7 +23,6 @@ from jobhooks.subscriptions.model import (
     MAX_DESCRIPTION_LENGTH,
     MAX_GRACE,
     MAX_TENANT_ID_LENGTH,
-    MAX_URL_LENGTH,
     EventType,
     SubscriptionStatus,
 )
@@ -40,8 +40,6 @@ QUESTION_NAME_PATTERN: Final = r"^[a-z][a-z0-9_]{0,63}$"
 QUERY_ID_PATTERN: Final = r"^[A-Za-z0-9_-]{1,128}$"
 # An ISO 8601 date or time: longer texts are refused before they are parsed.
 WINDOW_BOUND_MAX_LENGTH: Final = 40
-DEFAULT_PAGE_SIZE: Final = 50
-MAX_PAGE_SIZE: Final = 100
 TEST_EVENT_TYPE: Final = "jobhooks.test"
 
 Timestamp = Annotated[
@@ -53,15 +51,21 @@ Timestamp = Annotated[
 ]
 
 
-class _Request(BaseModel):
+class _Model(BaseModel):
+    # Built on first use, not at import: a request touches a few of these models, and the API's
+    # cold start need not build the validators of all of them (docs/performance.md).
+    model_config = ConfigDict(defer_build=True)
+
+
+class _Request(_Model):
     # Unknown fields are refused: a misspelt field would otherwise be silently ignored.
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 # -- errors ----------------------------------------------------------------------------------
 
 
-class ErrorDetail(BaseModel):
+class ErrorDetail(_Model):
     code: str = Field(description="stable error code, e.g. address_not_public")
     message: str = Field(description="what went wrong and what to do; starts with the field")
     field: str | None = Field(
@@ -69,7 +73,7 @@ class ErrorDetail(BaseModel):
     )
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(_Model):
     """Every error answer of the API."""
 
     error: ErrorDetail
@@ -118,7 +122,7 @@ class RotateSecretRequest(_Request):
     )
 
 
-class SecretInfo(BaseModel):
+class SecretInfo(_Model):
     """A signing secret's metadata; the secret itself is never listed."""
 
     secret_id: str
@@ -128,7 +132,7 @@ class SecretInfo(BaseModel):
     )
 
 
-class SubscriptionView(BaseModel):
+class SubscriptionView(_Model):
     subscription_id: str
     tenant_id: str
     url: str
@@ -151,12 +155,12 @@ class SubscriptionWithSecret(SubscriptionView):
     )
 
 
-class SubscriptionPage(BaseModel):
+class SubscriptionPage(_Model):
     subscriptions: list[SubscriptionView]
     next_cursor: str | None = Field(default=None, description="pass as `cursor` for the next page")
 
 
-class TestSendResult(BaseModel):
+class TestSendResult(_Model):
     """The attempt a test send made: signed like a real webhook, recorded nowhere."""
 
     subscription_id: str
@@ -179,7 +183,7 @@ class TestSendResult(BaseModel):
 # -- deliveries and events -------------------------------------------------------------------
 
 
-class AttemptView(BaseModel):
+class AttemptView(_Model):
     n: int
     at: Timestamp | None = None
     status_code: int | None = None
@@ -190,7 +194,7 @@ class AttemptView(BaseModel):
     )
 
 
-class DeliverySummary(BaseModel):
+class DeliverySummary(_Model):
     delivery_id: str
     event_id: str
     webhook_id: str | None = None
@@ -208,12 +212,12 @@ class DeliveryDetail(DeliverySummary):
     attempts: list[AttemptView] = Field(description="every attempt, oldest first")
 
 
-class DeliveryPage(BaseModel):
+class DeliveryPage(_Model):
     deliveries: list[DeliverySummary]
     next_cursor: str | None = None
 
 
-class ReplayedDelivery(BaseModel):
+class ReplayedDelivery(_Model):
     delivery_id: str
     event_id: str
     subscription_id: str
@@ -221,7 +225,7 @@ class ReplayedDelivery(BaseModel):
     replay: bool = True
 
 
-class EventReplay(BaseModel):
+class EventReplay(_Model):
     event_id: str
     tenant_id: str
     event_type: str
@@ -230,7 +234,7 @@ class EventReplay(BaseModel):
     )
 
 
-class UnmatchedEvent(BaseModel):
+class UnmatchedEvent(_Model):
     event_id: str
     tenant_id: str
     event_type: str
@@ -239,7 +243,7 @@ class UnmatchedEvent(BaseModel):
     expires_at: Timestamp
 
 
-class UnmatchedEventPage(BaseModel):
+class UnmatchedEventPage(_Model):
     events: list[UnmatchedEvent]
     next_cursor: str | None = None
 
@@ -247,7 +251,7 @@ class UnmatchedEventPage(BaseModel):
 # -- quarantine ------------------------------------------------------------------------------
 
 
-class QuarantinedMessageSummary(BaseModel):
+class QuarantinedMessageSummary(_Model):
     quarantine_id: str
     reason: str = Field(description="the rejection reason code (contracts/forwarded-message.md)")
     detail: str
@@ -271,7 +275,7 @@ class QuarantinedMessageDetail(QuarantinedMessageSummary):
     message: str = Field(description="the original SQS body, verbatim")
 
 
-class QuarantinePage(BaseModel):
+class QuarantinePage(_Model):
     messages: list[QuarantinedMessageSummary]
     next_cursor: str | None = None
 
@@ -284,7 +288,7 @@ class QuarantineReplayRequest(_Request):
     )
 
 
-class QuarantineReplayResult(BaseModel):
+class QuarantineReplayResult(_Model):
     quarantine_id: str
     outcome: str = Field(description="accepted, duplicate or rejected")
     event_id: str | None = None
@@ -304,7 +308,7 @@ class DeadLetterQueue(StrEnum):
     INGEST = "ingest"
 
 
-class ParkedMessage(BaseModel):
+class ParkedMessage(_Model):
     """One message peeked in a dead-letter queue (it stays there)."""
 
     message_id: str
@@ -323,7 +327,7 @@ class ParkedMessage(BaseModel):
     last_result: str | None = Field(default=None, description="e.g. http_500 or timeout")
 
 
-class MoveTaskView(BaseModel):
+class MoveTaskView(_Model):
     status: str
     moved: int | None = None
     to_move: int | None = None
@@ -331,7 +335,7 @@ class MoveTaskView(BaseModel):
     failure_reason: str | None = None
 
 
-class DeadLetterListing(BaseModel):
+class DeadLetterListing(_Model):
     queue: DeadLetterQueue
     approximate_count: int = Field(description="messages waiting in the queue")
     approximate_in_flight: int = Field(description="messages received and not yet deleted")
@@ -351,7 +355,7 @@ class RedriveRequest(_Request):
     )
 
 
-class RedriveResult(BaseModel):
+class RedriveResult(_Model):
     queue: DeadLetterQueue
     method: str = Field(description="move_task or resend")
     moved: int | None = Field(default=None, description="messages sent back (resend)")

@@ -10,7 +10,6 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Annotated, Any, Final
 
-from aws_lambda_powertools.event_handler.openapi.models import APIKey, Example, Server
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel
 
@@ -18,10 +17,8 @@ from jobhooks import __version__
 from jobhooks.inbound.rejection import Reason
 from jobhooks.management.models import (
     CURSOR_MAX_LENGTH,
-    DEFAULT_PAGE_SIZE,
     DELIVERY_ID_PATTERN,
     EVENT_ID_PATTERN,
-    MAX_PAGE_SIZE,
     QUARANTINE_ID_PATTERN,
     QUERY_ID_PATTERN,
     QUESTION_NAME_PATTERN,
@@ -35,6 +32,7 @@ from jobhooks.management.models import (
     RotateSecretRequest,
     UpdateSubscriptionRequest,
 )
+from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from jobhooks.subscriptions.model import MAX_TENANT_ID_LENGTH
 
 TITLE: Final = "jobhooks management API"
@@ -130,15 +128,23 @@ WindowToQuery = Annotated[
 
 # -- bodies (with the examples the document shows and generated tests start from) ------------
 
+
+def _example(value: Any) -> Any:
+    """An OpenAPI example object: Powertools' `Example` as the document writes it. Its model
+    module (every OpenAPI object as a pydantic model) would cost the API's cold start; only
+    `scripts/generate-openapi.py` and `openapi_json()` read examples."""
+    return {"value": value}
+
+
 CreateSubscriptionBody = Annotated[
     CreateSubscriptionRequest,
     Body(
         openapi_examples={
-            "all event types": Example(
-                value={"tenant_id": "acme", "url": "https://hooks.example.com/fetcher"}
+            "all event types": _example(
+                {"tenant_id": "acme", "url": "https://hooks.example.com/fetcher"}
             ),
-            "failures only": Example(
-                value={
+            "failures only": _example(
+                {
                     "tenant_id": "acme",
                     "url": "https://hooks.example.com/failures",
                     "event_types": ["job.failed"],
@@ -152,27 +158,27 @@ UpdateSubscriptionBody = Annotated[
     UpdateSubscriptionRequest,
     Body(
         openapi_examples={
-            "disable": Example(value={"status": "disabled"}),
-            "move": Example(value={"url": "https://hooks.example.com/v2/fetcher"}),
+            "disable": _example({"status": "disabled"}),
+            "move": _example({"url": "https://hooks.example.com/v2/fetcher"}),
         }
     ),
 ]
 RotateSecretBody = Annotated[
     RotateSecretRequest | None,
-    Body(openapi_examples={"one hour of overlap": Example(value={"grace_seconds": 3600})}),
+    Body(openapi_examples={"one hour of overlap": _example({"grace_seconds": 3600})}),
 ]
 QuarantineReplayBody = Annotated[
     QuarantineReplayRequest | None,
     Body(
         openapi_examples={
-            "after a key rotation": Example(value={}),
-            "older than the retention": Example(value={"allow_stale": True}),
+            "after a key rotation": _example({}),
+            "older than the retention": _example({"allow_stale": True}),
         }
     ),
 ]
 RedriveBody = Annotated[
     RedriveRequest | None,
-    Body(openapi_examples={"parked deliveries": Example(value={"queue": "delivery"})}),
+    Body(openapi_examples={"parked deliveries": _example({"queue": "delivery"})}),
 ]
 
 # -- answers ---------------------------------------------------------------------------------
@@ -221,6 +227,8 @@ SIGV4: Final = "sigv4"
 
 def document_metadata() -> dict[str, Any]:
     """The keyword arguments of `get_openapi_json_schema` for this API."""
+    from aws_lambda_powertools.event_handler.openapi.models import APIKey, Server
+
     return {
         "title": TITLE,
         "version": __version__,

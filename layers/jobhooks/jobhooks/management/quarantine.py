@@ -9,8 +9,9 @@ the signature above all, still applies.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from jobhooks.inbound.rejection import Reason
-from jobhooks.ingest.quarantine import QuarantinedMessage
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.models import (
     QuarantinedMessageDetail,
@@ -19,6 +20,9 @@ from jobhooks.management.models import (
     QuarantineReplayRequest,
     QuarantineReplayResult,
 )
+
+if TYPE_CHECKING:
+    from jobhooks.ingest.model import QuarantinedMessage
 
 
 def list_quarantine(

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobhooks import __version__
-from jobhooks.delivery.deliver import send_webhook_now
-from jobhooks.inbound.outcome import FetcherContext, Outcome, WebhookBody, format_timestamp
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.models import (
     TEST_EVENT_TYPE,
@@ -30,8 +28,11 @@ from jobhooks.management.models import (
     TestSendResult,
     UpdateSubscriptionRequest,
 )
-from jobhooks.subscriptions.model import Subscription
-from jobhooks.subscriptions.store import IssuedSecret
+from jobhooks.storage.times import format_time
+
+if TYPE_CHECKING:
+    from jobhooks.subscriptions.model import Subscription
+    from jobhooks.subscriptions.store import IssuedSecret
 
 TEST_JOB_NAME = "jobhooks.test"
 
@@ -119,6 +120,9 @@ def send_test_webhook(
     check its verification (during a rotation: under both secrets). Nothing is queued, retried
     or recorded, and the subscription's status is neither checked nor changed.
     """
+    # The delivery code (signing, the HTTP client) loads with the first test send.
+    from jobhooks.delivery.deliver import send_webhook_now
+
     subscription = context.subscriptions.get(subscription_id, tenant_id=tenant_id)
     now = context.clock()
     event_id = f"{TEST_EVENT_TYPE}.{uuid.uuid4()}"
@@ -147,7 +151,10 @@ def send_test_webhook(
 
 def test_webhook_payload(subscription: Subscription, event_id: str, now: datetime) -> str:
     """A synthetic outcome (outcome schema v1, type `jobhooks.test`) for the subscription."""
-    timestamp = format_timestamp(now)
+    # Only test sends build an outcome here: its models stay out of the API's cold start.
+    from jobhooks.inbound.outcome import FetcherContext, Outcome, WebhookBody
+
+    timestamp = format_time(now)
     outcome = Outcome(
         timestamp_utc=timestamp,
         event_id=event_id,
@@ -192,14 +199,14 @@ def _view_fields(subscription: Subscription, now: datetime) -> dict[str, Any]:
         "status": subscription.status,
         "description": subscription.description,
         "disabled_reason": subscription.disabled_reason,
-        "created_at": format_timestamp(subscription.created_at),
-        "updated_at": format_timestamp(subscription.updated_at),
+        "created_at": format_time(subscription.created_at),
+        "updated_at": format_time(subscription.updated_at),
         # Expired secrets stay in the item until its next write; they no longer sign.
         "secrets": [
             SecretInfo(
                 secret_id=secret.secret_id,
-                created_at=format_timestamp(secret.created_at),
-                expires_at=format_timestamp(secret.expires_at) if secret.expires_at else None,
+                created_at=format_time(secret.created_at),
+                expires_at=format_time(secret.expires_at) if secret.expires_at else None,
             )
             for secret in subscription.valid_secrets(now)
         ],

@@ -5,11 +5,9 @@
 """
 
 from jobhooks.subscriptions.exceptions import (
-    InvalidCursorError,
     InvalidDescriptionError,
     InvalidEventTypeError,
     InvalidGracePeriodError,
-    InvalidPageSizeError,
     InvalidStatusError,
     InvalidTenantIdError,
     InvalidUrlError,
@@ -32,11 +30,9 @@ from jobhooks.subscriptions.model import (
 __all__ = [
     "ALL_EVENT_TYPES",
     "EventType",
-    "InvalidCursorError",
     "InvalidDescriptionError",
     "InvalidEventTypeError",
     "InvalidGracePeriodError",
-    "InvalidPageSizeError",
     "InvalidStatusError",
     "InvalidTenantIdError",
     "InvalidUrlError",

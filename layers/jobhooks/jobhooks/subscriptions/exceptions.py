@@ -1,24 +1,24 @@
 """Errors of the subscriptions capability.
 
-Each class carries a stable `code` (it appears in API error bodies, CLI output and logs) and a
-message that says what to do. None of them ever carries a plaintext signing secret.
+Each class carries a stable `code` (it appears in API error bodies, CLI output and logs), the
+HTTP `status` and request `field` of the API's answer (`jobhooks.exceptions`), and a message
+that says what to do. None of them ever carries a plaintext signing secret.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from http import HTTPStatus
 
-from jobhooks.errors import JobhooksError
+from jobhooks.exceptions import JobhooksError
 
 
 class SubscriptionError(JobhooksError):
-    """Base class: `code` is stable, `message` is a sentence for the user."""
-
-    code: ClassVar[str] = "subscription_error"
+    code = "subscription_error"
 
 
 class SubscriptionNotFoundError(SubscriptionError):
     code = "subscription_not_found"
+    status = HTTPStatus.NOT_FOUND
 
     def __init__(self, subscription_id: str) -> None:
         super().__init__(
@@ -29,47 +29,47 @@ class SubscriptionNotFoundError(SubscriptionError):
 
 
 class SubscriptionValidationError(SubscriptionError):
-    """Input the caller can fix (HTTP 400, CLI exit 2)."""
+    """Input the caller can fix: the answer names the field."""
 
     code = "invalid_subscription"
+    status = HTTPStatus.UNPROCESSABLE_ENTITY
 
 
 class InvalidEventTypeError(SubscriptionValidationError):
     code = "invalid_event_type"
+    field = "event_types"
 
 
 class InvalidUrlError(SubscriptionValidationError):
     code = "invalid_url"
+    field = "url"
 
 
 class InvalidTenantIdError(SubscriptionValidationError):
     code = "invalid_tenant_id"
+    field = "tenant_id"
 
 
 class InvalidDescriptionError(SubscriptionValidationError):
     code = "invalid_description"
+    field = "description"
 
 
 class InvalidStatusError(SubscriptionValidationError):
     code = "invalid_status"
+    field = "status"
 
 
 class InvalidGracePeriodError(SubscriptionValidationError):
     code = "invalid_grace_period"
-
-
-class InvalidCursorError(SubscriptionValidationError):
-    code = "invalid_cursor"
-
-
-class InvalidPageSizeError(SubscriptionValidationError):
-    code = "invalid_page_size"
+    field = "grace_seconds"
 
 
 class SubscriptionConflictError(SubscriptionError):
     """Concurrent writers kept changing the subscription while this change was applied."""
 
     code = "subscription_conflict"
+    status = HTTPStatus.CONFLICT
 
     def __init__(self, subscription_id: str) -> None:
         super().__init__(
@@ -81,6 +81,7 @@ class SubscriptionConflictError(SubscriptionError):
 
 class KmsKeyNotConfiguredError(SubscriptionError):
     code = "kms_key_not_configured"
+    status = HTTPStatus.SERVICE_UNAVAILABLE
 
     def __init__(self) -> None:
         super().__init__(
@@ -93,6 +94,7 @@ class SecretDecryptionError(SubscriptionError):
     """A stored signing secret or its data key failed authenticated decryption."""
 
     code = "secret_unreadable"
+    status = HTTPStatus.CONFLICT
 
     def __init__(self, subscription_id: str) -> None:
         super().__init__(
@@ -107,6 +109,7 @@ class KeyServiceError(SubscriptionError):
     """KMS refused or failed a call; `aws_code` is KMS's own error code."""
 
     code = "kms_error"
+    status = HTTPStatus.BAD_GATEWAY
 
     def __init__(self, operation: str, aws_code: str) -> None:
         super().__init__(

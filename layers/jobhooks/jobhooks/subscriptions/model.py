@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from secrets import token_urlsafe
 from typing import Final
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobhooks.delivery.exceptions import RefusedUrlError
 from jobhooks.subscriptions.exceptions import (
     InvalidDescriptionError,
     InvalidEventTypeError,
@@ -32,7 +32,6 @@ from jobhooks.subscriptions.exceptions import (
 SUBSCRIPTION_ID_PREFIX: Final = "sub_"
 SECRET_ID_PREFIX: Final = "sec_"  # noqa: S105 - an id prefix, not a secret
 
-MAX_URL_LENGTH: Final = 2048
 MAX_TENANT_ID_LENGTH: Final = 256
 MAX_DESCRIPTION_LENGTH: Final = 512
 MAX_DISABLED_REASON_LENGTH: Final = 512
@@ -64,7 +63,7 @@ class SecretVersion(BaseModel):
     The current secret has no `expires_at`; a rotated-out one signs until `expires_at`.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     secret_id: str
     created_at: datetime
@@ -82,7 +81,7 @@ class Subscription(BaseModel):
     `revision` is the optimistic-concurrency counter of the stored item.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     subscription_id: str
     tenant_id: str
@@ -119,18 +118,6 @@ def new_secret_id() -> str:
     return SECRET_ID_PREFIX + token_urlsafe(12)
 
 
-def utc_now() -> datetime:
-    return to_stored_precision(datetime.now(UTC))
-
-
-def to_stored_precision(moment: datetime) -> datetime:
-    """`moment` in UTC, truncated to the millisecond the store keeps, so round trips are exact."""
-    if moment.tzinfo is None:
-        raise ValueError("timestamps must be timezone-aware")
-    moment = moment.astimezone(UTC)
-    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
-
-
 def parse_event_types(event_types: Iterable[str]) -> tuple[EventType, ...]:
     """Known, de-duplicated event types in canonical order; at least one."""
     if isinstance(event_types, str):
@@ -153,30 +140,16 @@ def parse_event_types(event_types: Iterable[str]) -> tuple[EventType, ...]:
 
 
 def validate_url(url: str, *, allow_http: bool = False) -> str:
-    """The webhook URL's shape. Address checks (SSRF) belong to the delivery network policy."""
-    if not isinstance(url, str) or not url:
-        raise InvalidUrlError("a webhook URL is required, e.g. https://example.com/webhooks")
-    if len(url) > MAX_URL_LENGTH:
-        raise InvalidUrlError(f"the webhook URL is longer than {MAX_URL_LENGTH} characters")
-    if any(char.isspace() or unicodedata.category(char).startswith("C") for char in url):
-        raise InvalidUrlError("the webhook URL contains whitespace or control characters")
+    """`url` when the network policy admits its shape (`allow_http` for `jobhooks dev`); the
+    policy checks its addresses where it is used: the API before storing it, and the deliver
+    function before every attempt."""
+    # Loaded with the first URL to check: ingest, which only matches subscriptions, never does.
+    from jobhooks.delivery.network_policy import NetworkPolicy
+
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a malformed port
-    except ValueError as error:
-        raise InvalidUrlError(f"the webhook URL cannot be parsed ({error})") from None
-    allowed_schemes = ("https", "http") if allow_http else ("https",)
-    if parts.scheme.lower() not in allowed_schemes:
-        raise InvalidUrlError("the webhook URL must start with https://")
-    if not parts.hostname:
-        raise InvalidUrlError("the webhook URL has no host name")
-    if parts.username is not None or parts.password is not None:
-        raise InvalidUrlError(
-            "the webhook URL must not embed credentials (user:password@); "
-            "verify the webhook signature on the receiver instead"
-        )
-    if parts.fragment:
-        raise InvalidUrlError("the webhook URL must not have a #fragment: it is never sent")
+        NetworkPolicy(allow_private_networks=allow_http).check_shape(url)
+    except RefusedUrlError as refusal:
+        raise InvalidUrlError(refusal.message) from None
     return url
 
 

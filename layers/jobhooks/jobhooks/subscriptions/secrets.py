@@ -19,11 +19,9 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from jobhooks.subscriptions.exceptions import (
     KeyServiceError,
@@ -36,6 +34,9 @@ _NONCE_BYTES: Final = 12
 _AAD_LABEL: Final = b"jobhooks.subscription-secret/1"
 _CONTEXT_KEY: Final = "jobhooks:subscription_id"
 DEFAULT_DATA_KEY_CACHE_SIZE: Final = 1024
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 
 class DataKey:
@@ -51,6 +52,10 @@ class DataKey:
         return f"DataKey(encrypted=<{len(self.encrypted)} bytes>)"
 
     def _aead(self) -> AESGCM:
+        # Imported when a secret is first sealed or opened, not with the store: most management
+        # requests never touch a secret, and the API's cold start does not pay for it.
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         return AESGCM(self._plaintext)
 
 
@@ -71,6 +76,8 @@ def open_secret(data_key: DataKey, subscription_id: str, secret_id: str, ciphert
     if len(ciphertext) < 1 + _NONCE_BYTES + 16 or ciphertext[:1] != _SEAL_VERSION:
         raise SecretDecryptionError(subscription_id)
     nonce, sealed = ciphertext[1 : 1 + _NONCE_BYTES], ciphertext[1 + _NONCE_BYTES :]
+    from cryptography.exceptions import InvalidTag
+
     try:
         plaintext = data_key._aead().decrypt(
             nonce, sealed, _associated_data(subscription_id, secret_id)

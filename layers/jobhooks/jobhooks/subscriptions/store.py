@@ -9,10 +9,6 @@ query cannot return another tenant's subscription.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import functools
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -22,12 +18,11 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from jobhooks.subscriptions.exceptions import (
-    InvalidCursorError,
-    InvalidPageSizeError,
-    SubscriptionConflictError,
-    SubscriptionNotFoundError,
-)
+from jobhooks.storage.conditions import is_condition_failure
+from jobhooks.storage.cursors import decode_cursor, encode_cursor
+from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
+from jobhooks.storage.times import format_time, parse_time, to_stored_precision, utc_now
+from jobhooks.subscriptions.exceptions import SubscriptionConflictError, SubscriptionNotFoundError
 from jobhooks.subscriptions.model import (
     ALL_EVENT_TYPES,
     DEFAULT_GRACE,
@@ -41,8 +36,6 @@ from jobhooks.subscriptions.model import (
     new_subscription_id,
     parse_event_types,
     parse_status,
-    to_stored_precision,
-    utc_now,
     validate_description,
     validate_grace,
     validate_tenant_id,
@@ -52,8 +45,8 @@ from jobhooks.subscriptions.secrets import DEFAULT_DATA_KEY_CACHE_SIZE, SecretVa
 from jobhooks.webhook_signature import generate_secret
 
 BY_TENANT_INDEX: Final = "by_tenant"
-DEFAULT_PAGE_SIZE: Final = 50
-MAX_PAGE_SIZE: Final = 100
+# Cursors of `list_by_tenant` are bound to the tenant they were issued for.
+CURSOR_SCOPE: Final = "for this tenant"
 DISABLED_BY_TENANT: Final = "disabled by the tenant"
 
 _WRITE_ATTEMPTS: Final = 5
@@ -175,9 +168,8 @@ class SubscriptionStore:
     ) -> SubscriptionPage:
         """One page of the tenant's subscriptions; pass `next_cursor` back for the next page."""
         tenant_id = validate_tenant_id(tenant_id)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
-            raise InvalidPageSizeError(f"the page size must be between 1 and {MAX_PAGE_SIZE}")
-        start_key = _decode_cursor(cursor, tenant_id) if cursor else None
+        check_page_size(limit)
+        start_key = _start_key(cursor, tenant_id) if cursor else None
         found: list[Subscription] = []
         # One more than asked, so the last page says so instead of handing out a dead cursor.
         while len(found) <= limit:
@@ -195,9 +187,9 @@ class SubscriptionStore:
             start_key = response.get("LastEvaluatedKey")
             if not start_key:
                 break
-        page = tuple(found[:limit])
-        has_more = len(found) > limit
-        next_cursor = _encode_cursor(tenant_id, page[-1].subscription_id) if has_more else None
+        page, next_cursor = cut_page(
+            found, limit, lambda last: encode_cursor({"t": tenant_id, "s": last.subscription_id})
+        )
         return SubscriptionPage(page, next_cursor)
 
     def matching(self, tenant_id: str, event_type: str) -> tuple[Subscription, ...]:
@@ -386,7 +378,7 @@ class SubscriptionStore:
         try:
             self._dynamodb.delete_item(**request)
         except ClientError as error:
-            if _is_condition_failure(error):
+            if is_condition_failure(error):
                 raise SubscriptionNotFoundError(subscription_id) from None
             raise
         self._forget_matches()
@@ -434,40 +426,13 @@ class SubscriptionStore:
         try:
             self._dynamodb.put_item(**request)
         except ClientError as error:
-            if _is_condition_failure(error):
+            if is_condition_failure(error):
                 raise _RevisionConflictError() from None
             raise
 
     def _forget_matches(self) -> None:
         if self._matching_cache is not None:
             self._matching_cache.clear()
-
-
-@functools.lru_cache(maxsize=8)
-def get_subscription_store(
-    table_name: str,
-    kms_key_id: str | None = None,
-    *,
-    allow_http_urls: bool = False,
-    matching_cache_seconds: float | None = None,
-) -> SubscriptionStore:
-    """One store per process and configuration, over real boto3 clients (AWS_ENDPOINT_URL aware)."""
-    import boto3
-    from botocore.config import Config
-
-    config = Config(
-        retries={"mode": "standard", "max_attempts": 4},
-        connect_timeout=3,
-        read_timeout=10,
-    )
-    return SubscriptionStore(
-        table_name,
-        boto3.client("dynamodb", config=config),
-        boto3.client("kms", config=config),
-        kms_key_id=kms_key_id,
-        allow_http_urls=allow_http_urls,
-        matching_cache_seconds=matching_cache_seconds,
-    )
 
 
 class _MatchingCache:
@@ -504,15 +469,6 @@ class _MatchingCache:
 # -- item codec --------------------------------------------------------------------------------
 
 
-def _format_time(moment: datetime) -> str:
-    moment = to_stored_precision(moment)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def _parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value)
-
-
 def _to_item(subscription: Subscription) -> dict[str, Any]:
     item: dict[str, Any] = {
         "subscription_id": {"S": subscription.subscription_id},
@@ -522,8 +478,8 @@ def _to_item(subscription: Subscription) -> dict[str, Any]:
         "status": {"S": subscription.status.value},
         "data_key": {"B": subscription.data_key},
         "secrets": {"L": [{"M": _secret_to_map(secret)} for secret in subscription.secrets]},
-        "created_at": {"S": _format_time(subscription.created_at)},
-        "updated_at": {"S": _format_time(subscription.updated_at)},
+        "created_at": {"S": format_time(subscription.created_at)},
+        "updated_at": {"S": format_time(subscription.updated_at)},
         "revision": {"N": str(subscription.revision)},
     }
     if subscription.description is not None:
@@ -537,10 +493,10 @@ def _secret_to_map(secret: SecretVersion) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "secret_id": {"S": secret.secret_id},
         "ciphertext": {"B": secret.ciphertext},
-        "created_at": {"S": _format_time(secret.created_at)},
+        "created_at": {"S": format_time(secret.created_at)},
     }
     if secret.expires_at is not None:
-        attributes["expires_at"] = {"S": _format_time(secret.expires_at)}
+        attributes["expires_at"] = {"S": format_time(secret.expires_at)}
     return attributes
 
 
@@ -552,8 +508,8 @@ def _from_item(item: dict[str, Any]) -> Subscription:
         event_types=tuple(EventType(value["S"]) for value in item["event_types"]["L"]),
         status=SubscriptionStatus(item["status"]["S"]),
         description=item["description"]["S"] if "description" in item else None,
-        created_at=_parse_time(item["created_at"]["S"]),
-        updated_at=_parse_time(item["updated_at"]["S"]),
+        created_at=parse_time(item["created_at"]["S"]),
+        updated_at=parse_time(item["updated_at"]["S"]),
         disabled_reason=item["disabled_reason"]["S"] if "disabled_reason" in item else None,
         secrets=tuple(_secret_from_map(value["M"]) for value in item["secrets"]["L"]),
         data_key=bytes(item["data_key"]["B"]),
@@ -565,37 +521,13 @@ def _secret_from_map(attributes: dict[str, Any]) -> SecretVersion:
     return SecretVersion(
         secret_id=attributes["secret_id"]["S"],
         ciphertext=bytes(attributes["ciphertext"]["B"]),
-        created_at=_parse_time(attributes["created_at"]["S"]),
+        created_at=parse_time(attributes["created_at"]["S"]),
         expires_at=(
-            _parse_time(attributes["expires_at"]["S"]) if "expires_at" in attributes else None
+            parse_time(attributes["expires_at"]["S"]) if "expires_at" in attributes else None
         ),
     )
 
 
-def _encode_cursor(tenant_id: str, subscription_id: str) -> str:
-    document = json.dumps({"t": tenant_id, "s": subscription_id}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(document.encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str, tenant_id: str) -> dict[str, Any]:
-    invalid = InvalidCursorError(
-        "the cursor is not one this listing returned for this tenant; start again without a cursor"
-    )
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        document = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
-    except (ValueError, binascii.Error, UnicodeError):
-        raise invalid from None
-    # An empty key value would reach DynamoDB, which refuses it (ValidationException, a 502).
-    if (
-        not isinstance(document, dict)
-        or document.get("t") != tenant_id
-        or not isinstance(document.get("s"), str)
-        or not document["s"]
-    ):
-        raise invalid
+def _start_key(cursor: str, tenant_id: str) -> dict[str, Any]:
+    document = decode_cursor(cursor, bound={"t": tenant_id}, keys=("s",), scope=CURSOR_SCOPE)
     return {"tenant_id": {"S": tenant_id}, "subscription_id": {"S": document["s"]}}
-
-
-def _is_condition_failure(error: ClientError) -> bool:
-    return bool(error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException")

@@ -24,7 +24,7 @@ from jobhooks.analytics.columns import TABLE_PREFIX
 from jobhooks.analytics.exceptions import AnalyticsWriteError
 from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.analytics.sink import AnalyticsSink
-from jobhooks.clock import utc_now
+from jobhooks.storage.times import utc_now
 
 ROW_FILE_SUFFIX: Final = ".jsonl"
 

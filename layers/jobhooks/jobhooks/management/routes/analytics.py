@@ -26,7 +26,6 @@ from jobhooks.analytics.questions import ROWS_QUERY, questions
 from jobhooks.analytics.results import PendingQuery, QueryEngine, QueryResult, RowsResult
 from jobhooks.analytics.settings import AnalyticsQuerySettings
 from jobhooks.analytics.window import QueryWindow
-from jobhooks.clock import utc_now
 from jobhooks.management.models import (
     AnalyticsAnswer,
     AnalyticsQuestion,
@@ -41,6 +40,7 @@ from jobhooks.management.openapi import (
     WindowToQuery,
     documented,
 )
+from jobhooks.storage.times import utc_now
 
 OK, ACCEPTED = HTTPStatus.OK, HTTPStatus.ACCEPTED
 NOT_FOUND = HTTPStatus.NOT_FOUND

@@ -10,7 +10,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from jobhooks.management import deliveries
 from jobhooks.management.models import (
-    DEFAULT_PAGE_SIZE,
     DeliveryDetail,
     DeliveryPage,
     ReplayedDelivery,
@@ -25,6 +24,7 @@ from jobhooks.management.openapi import (
     documented,
 )
 from jobhooks.management.routes.dependencies import Context
+from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
 OK, ACCEPTED = HTTPStatus.OK, HTTPStatus.ACCEPTED
 NOT_FOUND, CONFLICT = HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT

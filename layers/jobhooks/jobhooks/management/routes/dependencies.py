@@ -13,12 +13,18 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.depends import Depends
 
 from jobhooks.management.context import ManagementContext, get_management_context
+from jobhooks.management.exceptions import ManagementMisconfiguredError
 from jobhooks.management.settings import ManagementSettings
+from jobhooks.settings import ConfigurationError
 
 
 def management_context() -> ManagementContext:
     """The stores and clients of this configuration."""
-    return get_management_context(ManagementSettings.from_env())
+    try:
+        settings = ManagementSettings.from_env()
+    except ConfigurationError as error:
+        raise ManagementMisconfiguredError(error.message) from None
+    return get_management_context(settings)
 
 
 Context = Annotated[ManagementContext, Depends(management_context)]

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
 from jobhooks.management import events
-from jobhooks.management.models import DEFAULT_PAGE_SIZE, EventReplay, UnmatchedEventPage
+from jobhooks.management.models import EventReplay, UnmatchedEventPage
 from jobhooks.management.openapi import (
     CursorQuery,
     EventIdPath,
@@ -19,6 +19,7 @@ from jobhooks.management.openapi import (
     documented,
 )
 from jobhooks.management.routes.dependencies import Context
+from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
 OK, ACCEPTED = HTTPStatus.OK, HTTPStatus.ACCEPTED
 NOT_FOUND, CONFLICT = HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT

@@ -14,7 +14,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from jobhooks.management import subscriptions
 from jobhooks.management.models import (
-    DEFAULT_PAGE_SIZE,
     RotateSecretRequest,
     SubscriptionPage,
     SubscriptionView,
@@ -33,6 +32,7 @@ from jobhooks.management.openapi import (
     documented,
 )
 from jobhooks.management.routes.dependencies import Context
+from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
 OK, CREATED, NO_CONTENT = HTTPStatus.OK, HTTPStatus.CREATED, HTTPStatus.NO_CONTENT
 NOT_FOUND, CONFLICT = HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT

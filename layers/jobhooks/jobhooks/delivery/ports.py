@@ -1,0 +1,68 @@
+"""What the delivery use case needs from storage, subscriptions, HTTP and metrics, as small
+interfaces.
+
+They speak the model's types (`model`), never an adapter's: `attempt_log.AttemptLog`, the
+subscription store, `http_client.WebhookClient` and `metrics.PowertoolsDeliveryMetrics`
+implement them; tests may pass in-memory fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from jobhooks.delivery.model import (
+    DeliveryAttempt,
+    DeliveryOutcome,
+    DeliveryRecord,
+    DeliveryStatus,
+    PostResult,
+)
+from jobhooks.delivery_task import DeliveryTask
+from jobhooks.subscriptions.model import Subscription
+
+
+class DeliveryLog(Protocol):
+    """What delivery needs of the attempt log (`AttemptLog` implements it)."""
+
+    def find(self, delivery_id: str) -> DeliveryRecord | None: ...
+
+    def record_attempt(
+        self,
+        task: DeliveryTask,
+        status: DeliveryStatus,
+        attempt: DeliveryAttempt | None = None,
+        *,
+        reason: str | None = None,
+        message_id: str | None = None,
+        logged_attempts: int = 0,
+    ) -> bool: ...
+
+    def append_attempt(self, task: DeliveryTask, attempt: DeliveryAttempt) -> None: ...
+
+
+class SubscriptionDirectory(Protocol):
+    """What delivery needs of the subscription store (`SubscriptionStore` implements it)."""
+
+    def get(self, subscription_id: str, *, tenant_id: str | None = None) -> Subscription: ...
+
+    def signing_secrets(
+        self, subscription: Subscription, now: datetime | None = None
+    ) -> list[str]: ...
+
+    def disable(
+        self, subscription_id: str, reason: str, *, tenant_id: str | None = None
+    ) -> Subscription: ...
+
+
+class WebhookPoster(Protocol):
+    """What delivery needs of the HTTP client (`WebhookClient` implements it)."""
+
+    def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> PostResult: ...
+
+
+class DeliveryMetrics(Protocol):
+    """Called once per batch, on the invoking thread, with every outcome of the batch."""
+
+    def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> None: ...

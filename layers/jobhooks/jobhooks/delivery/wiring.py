@@ -1,0 +1,44 @@
+"""The deliver function's production wiring: settings in, the use case over AWS clients out.
+
+The clients are made on their first call (`jobhooks.storage.clients`), so building the
+`Deliverer` at import costs the cold start nothing but its thread pool.
+"""
+
+from __future__ import annotations
+
+from jobhooks.delivery.attempt_log import AttemptLog
+from jobhooks.delivery.deliver import Deliverer
+from jobhooks.delivery.http_client import make_webhook_client
+from jobhooks.delivery.ports import DeliveryMetrics
+from jobhooks.delivery.settings import DeliverSettings
+from jobhooks.storage.clients import aws_client
+from jobhooks.subscriptions.store import SubscriptionStore
+
+
+def build_deliverer(
+    settings: DeliverSettings, *, metrics: DeliveryMetrics | None = None
+) -> Deliverer:
+    """The `Deliverer` of these settings over AWS clients (AWS_ENDPOINT_URL aware)."""
+    # Every worker thread may hold a connection at once.
+    pool = settings.delivery_concurrency + 4
+    dynamodb = aws_client("dynamodb", max_pool_connections=pool)
+    return Deliverer(
+        attempt_log=AttemptLog(
+            settings.deliveries_table, dynamodb, retention_days=settings.attempt_log_days
+        ),
+        subscriptions=SubscriptionStore(
+            settings.subscriptions_table, dynamodb, aws_client("kms", max_pool_connections=pool)
+        ),
+        client=make_webhook_client(
+            allow_private_networks=settings.allow_private_webhooks,
+            total_timeout=settings.delivery_timeout_seconds,
+        ),
+        sqs=aws_client("sqs", max_pool_connections=pool),
+        delivery_queue_url=settings.delivery_queue_url,
+        delivery_dlq_url=settings.delivery_dlq_url,
+        schedule=settings.retry_schedule,
+        concurrency=settings.delivery_concurrency,
+        post_timeout_seconds=settings.delivery_timeout_seconds,
+        subscription_cache_seconds=settings.subscription_cache_seconds,
+        metrics=metrics,
+    )

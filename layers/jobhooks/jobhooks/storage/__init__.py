@@ -1,0 +1,16 @@
+"""The DynamoDB storage kit: what every store (claims, quarantine, attempt log, subscriptions)
+is built from, so each rule of talking to AWS has one home (as Powertools keeps persistence
+behind one base).
+
+    clients     the one botocore `Config` (retries and timeouts: one documented decision,
+                docs/architecture.md), AWS clients created on first use, a ClientError's code
+    conditions  whether a conditional write failed its condition
+    updates     `ItemUpdate`: an UpdateExpression with every name behind a placeholder
+    cursors     the page cursor codec: opaque, bound to its listing, checked before DynamoDB
+    pages       page sizes (default 50, at most 100) and cutting a page with its next cursor
+    times       the one clock and the stored-time codec (RFC 3339 UTC, milliseconds, `Z`)
+    exceptions  the cursor and page-size errors every listing raises
+
+Importing the kit imports neither boto3 nor botocore: a function pays for them when it makes
+its first AWS call.
+"""

@@ -1,0 +1,91 @@
+"""What importing each handler loads: the cold start pays only for what the function needs then.
+
+A deterministic guard beside bench/coldstart.py (which measures the time): each handler is
+imported in a fresh interpreter, as Lambda imports it, and the modules it must leave to the
+first request that needs them are checked absent. AWS clients (boto3) are made on first use
+everywhere; the management API also leaves the HTTP client (urllib3), the secret cipher
+(cryptography), the ingest path and the OpenAPI object models to the requests that use them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/"
+ENVIRONMENT = {
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "POWERTOOLS_SERVICE_NAME": "jobhooks-test",
+    "POWERTOOLS_METRICS_NAMESPACE": "jobhooks",
+    "PYDANTIC_DISABLE_PLUGINS": "__all__",
+    "JOBHOOKS_CLAIMS_TABLE": "claims",
+    "JOBHOOKS_SUBSCRIPTIONS_TABLE": "subscriptions",
+    "JOBHOOKS_DELIVERIES_TABLE": "deliveries",
+    "JOBHOOKS_QUARANTINE_TABLE": "quarantine",
+    "JOBHOOKS_DELIVERY_QUEUE_URL": QUEUE + "delivery",
+    "JOBHOOKS_DELIVERY_DLQ_URL": QUEUE + "delivery-dlq",
+    "JOBHOOKS_INGEST_QUEUE_URL": QUEUE + "ingest",
+    "JOBHOOKS_INGEST_DLQ_URL": QUEUE + "ingest-dlq",
+    "JOBHOOKS_KMS_KEY_ID": "alias/jobhooks",
+    "JOBHOOKS_FETCHER_KEYS_SECRET_ARN": (
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:jobhooks-fetcher-keys"
+    ),
+}
+# Loaded by an import that makes AWS clients or reads a secret: never at import.
+EVERY_FUNCTION = ("boto3", "aws_lambda_powertools.utilities.parameters")
+API_LEAVES = (
+    *EVERY_FUNCTION,
+    "botocore.client",
+    "botocore.exceptions",
+    "urllib3",
+    "cryptography",
+    "jobhooks.delivery.http_client",
+    "jobhooks.delivery.deliver",
+    "jobhooks.ingest.service",
+    "jobhooks.inbound.job_events",
+    "jobhooks.inbound.outcome",
+    "jobhooks.subscriptions.store",
+    "aws_lambda_powertools.event_handler.openapi.models",
+)
+
+
+def modules_after_import(function: str) -> set[str]:
+    code = (
+        "import json, sys\n"
+        f"sys.path[:0] = [{str(ROOT / 'layers' / 'jobhooks')!r}, "
+        f"{str(ROOT / 'functions' / function)!r}]\n"
+        "import app\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    keep = {name: value for name, value in os.environ.items() if not name.startswith("JOBHOOKS_")}
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**keep, **ENVIRONMENT},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    return set(json.loads(completed.stdout.strip().splitlines()[-1]))
+
+
+def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(
+        name for name in names if any(m == name or m.startswith(name + ".") for m in modules)
+    )
+
+
+@pytest.mark.parametrize("function", ["ingest", "deliver"])
+def test_the_event_functions_make_no_aws_client_at_import(function: str) -> None:
+    assert loaded(modules_after_import(function), EVERY_FUNCTION) == []
+
+
+def test_the_api_leaves_what_few_requests_need_to_those_requests() -> None:
+    assert loaded(modules_after_import("api"), API_LEAVES) == []
