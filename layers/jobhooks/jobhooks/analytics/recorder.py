@@ -15,8 +15,7 @@ from typing import Any
 
 from jobhooks.analytics.pseudonymize import (
     Pseudonymizer,
-    SecretKeyPseudonymizer,
-    StaticKeyPseudonymizer,
+    build_pseudonymizer,
 )
 from jobhooks.analytics.row import AnalyticsRow, row_from_outcome
 from jobhooks.analytics.settings import AnalyticsSinkSettings
@@ -57,17 +56,4 @@ def build_analytics_recorder(
 
 
 def _pseudonymizer(settings: AnalyticsSinkSettings, session: Any) -> Pseudonymizer | None:
-    if settings.analytics_pseudonymization_secret_arn:
-        import boto3
-        from aws_lambda_powertools.utilities.parameters import SecretsProvider
-        from botocore.config import Config
-
-        make_client = session.client if session is not None else boto3.client
-        config = Config(
-            retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10
-        )
-        provider = SecretsProvider(boto3_client=make_client("secretsmanager", config=config))
-        return SecretKeyPseudonymizer(settings.analytics_pseudonymization_secret_arn, provider)
-    if settings.analytics_pseudonymization_key:
-        return StaticKeyPseudonymizer(settings.analytics_pseudonymization_key)
-    return None
+    return build_pseudonymizer(settings, session=session)
