@@ -21,7 +21,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from jobhooks.management import deliveries, dlq, events, quarantine, subscriptions
-from jobhooks.management.context import ManagementContext, get_management_context
+from jobhooks.management.context import ManagementContext
 from jobhooks.management.exceptions import (
     ApiError,
     RequestBodyError,
@@ -73,7 +73,11 @@ from jobhooks.management.openapi import (
     documented,
 )
 from jobhooks.management.request_body import accept_request_body
-from jobhooks.management.settings import ManagementSettings
+from jobhooks.management.routes import grants as grant_routes
+from jobhooks.management.routes import portal as portal_routes
+from jobhooks.management.routes.dependencies import management_context
+from jobhooks.portal.callers import gate_request
+from jobhooks.portal.pages import is_portal_path, portal_headers
 
 OK, CREATED, ACCEPTED, NO_CONTENT = (
     HTTPStatus.OK,
@@ -86,12 +90,8 @@ NOT_FOUND, CONFLICT = HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "jobhooks"))
 app = APIGatewayHttpResolver(enable_validation=True)
-
-
-def management_context() -> ManagementContext:
-    """The stores and clients of this configuration; tests swap it via `dependency_overrides`."""
-    return get_management_context(ManagementSettings.from_env())
-
+app.include_router(portal_routes.router)
+app.include_router(grant_routes.router)
 
 Context = Annotated[ManagementContext, Depends(management_context)]
 
@@ -472,11 +472,38 @@ def openapi_json() -> str:
     return app.get_openapi_json_schema(**document_metadata())
 
 
+def refuse_caller(event: dict[str, Any], answer: ApiError) -> dict[str, Any]:
+    """A request without the identity its route needs (`gate_request`): never routed."""
+    http = (event.get("requestContext") or {}).get("http") or {}
+    logger.warning(
+        "request without the caller identity its route needs",
+        extra={"code": answer.code, "path": str(http.get("path", ""))[:200]},
+    )
+    return {
+        "statusCode": answer.status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": json.dumps(answer.body(), separators=(",", ":")),
+        "isBase64Encoded": False,
+    }
+
+
+# log_event=False whatever POWERTOOLS_LOGGER_LOG_EVENT says: events carry portal session
+# cookies, link tokens and signing secrets in request bodies.
 @logger.inject_lambda_context(
-    correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
+    correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True, log_event=False
 )
 @metrics.log_metrics(raise_on_empty_metrics=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    path = str(((event.get("requestContext") or {}).get("http") or {}).get("path", ""))
+    answered = route_request(event, context)
+    # The portal's page, assets and API answers carry its security and cache headers.
+    return portal_headers(path, answered) if is_portal_path(path) else answered
+
+
+def route_request(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    refused = gate_request(event)
+    if refused is not None:
+        return refuse_caller(event, api_error_for(refused))
     # The body is read here, before routing: the Event Handler's own parsing lets invalid
     # UTF-8, deep nesting and unknown media types escape as 500s.
     try:

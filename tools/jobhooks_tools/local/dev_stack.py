@@ -737,9 +737,15 @@ def _forget_cached_clients() -> None:
     started after another one in this process (tests) must not reuse them."""
     from jobhooks.ingest.service import ingest_service
     from jobhooks.management.context import get_management_context
+    from jobhooks.portal.context import get_portal_context
     from jobhooks.subscriptions.store import get_subscription_store
 
-    for cached in (ingest_service, get_management_context, get_subscription_store):
+    for cached in (
+        ingest_service,
+        get_management_context,
+        get_portal_context,
+        get_subscription_store,
+    ):
         cached.cache_clear()
 
 

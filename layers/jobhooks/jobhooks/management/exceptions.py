@@ -24,6 +24,7 @@ from jobhooks.delivery.attempt_log import (
     InvalidDeliveryPageSizeError,
 )
 from jobhooks.delivery.exceptions import RefusedUrlError
+from jobhooks.errors import JobhooksError
 from jobhooks.ingest.exceptions import (
     AwsServiceError,
     EventInProgressError,
@@ -199,6 +200,11 @@ def api_error_for(error: BaseException) -> ApiError:
         return ApiError(
             error.status, error.code, with_field(error.field, error.message), error.field
         )
+    if isinstance(error, JobhooksError) and hasattr(type(error), "status"):
+        # Errors that carry their own answer (`code`, `status` and `field` class attributes).
+        status = getattr(type(error), "status")  # noqa: B009 - not every JobhooksError has one
+        field = getattr(error, "field", None)
+        return ApiError(int(status), error.code, with_field(field, error.message), field)
     if isinstance(error, RefusedUrlError):
         return ApiError(
             HTTPStatus.UNPROCESSABLE_ENTITY,

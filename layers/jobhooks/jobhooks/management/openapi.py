@@ -38,9 +38,11 @@ TITLE: Final = "jobhooks management API"
 DESCRIPTION: Final = (
     "Register webhook subscriptions for a tenant's Fetcher job events, rotate their signing "
     "secrets, send test webhooks, read delivery attempts, and replay deliveries, events, "
-    "quarantined messages and dead-letter queues. Every request is signed with AWS Signature "
-    'Version 4 (IAM, service execute-api). Errors are `{"error": {"code", "message", '
-    '"field"}}`. docs/api.md has examples.'
+    "quarantined messages and dead-letter queues. Every /v1 request is signed with AWS "
+    "Signature Version 4 (IAM, service execute-api); an IAM caller that a grant binds to "
+    "tenants acts for those tenants only. The tenant portal's routes (/portal/...) take a "
+    'session cookie instead. Errors are `{"error": {"code", "message", "field"}}`. '
+    "docs/api.md has examples."
 )
 
 # -- parameters ------------------------------------------------------------------------------
@@ -183,6 +185,8 @@ def documented(
 # -- the document ----------------------------------------------------------------------------
 
 SIGV4: Final = "sigv4"
+PORTAL_SESSION: Final = "portalSession"
+PORTAL_LINK: Final = "portalLink"
 
 
 def document_metadata() -> dict[str, Any]:
@@ -201,7 +205,25 @@ def document_metadata() -> dict[str, Any]:
                     "description": "AWS Signature Version 4, service execute-api (IAM)",
                     "x-amazon-apigateway-authtype": "awsSigv4",
                 }
-            )
+            ),
+            PORTAL_SESSION: APIKey.model_validate(
+                {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "__Host-jobhooks-portal",
+                    "description": "a tenant portal session (docs/portal.md), verified by the "
+                    "portal authorizer; writes also need the header X-Jobhooks-Portal",
+                }
+            ),
+            PORTAL_LINK: APIKey.model_validate(
+                {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "X-Jobhooks-Portal-Link",
+                    "description": "a one-time portal link's token (the #t= of its URL), "
+                    "verified by the portal authorizer",
+                }
+            ),
         },
         "security": [{SIGV4: []}],
     }

@@ -1,0 +1,134 @@
+"""What the routes are given per request, through the Event Handler's `Depends`.
+
+- `management_context`: the stores and clients of this configuration;
+- `portal_context`: the access store and the portal sessions;
+- `caller`: who is calling (`jobhooks.portal.callers`): an operator or a tenant-bound IAM
+  caller, told apart by the grants; `operator` is the same for routes only operators may use;
+- `portal_session`: the verified session of a portal API request, from the authorizer's
+  context; its writes must carry the portal's own header (`X-Jobhooks-Portal`), which a page of
+  another site cannot send without a CORS preflight this API never grants.
+
+- `analytics_engine` and `pseudonymizer`: the analytics query engine (Athena on AWS; None
+  without an analytics table) and the pseudonymizer of the table's ids. `jobhooks dev`'s local
+  API server replaces the engine with DuckDB, which never ships in the Lambda layer.
+
+Tests replace the contexts and the engine with `app.dependency_overrides`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any, Final
+
+from aws_lambda_powertools.event_handler.depends import Depends
+from aws_lambda_powertools.event_handler.request import Request
+
+from jobhooks.management.context import ManagementContext, get_management_context
+from jobhooks.management.settings import ManagementSettings
+from jobhooks.portal.callers import (
+    Caller,
+    PortalPass,
+    iam_caller,
+    iam_principal,
+    portal_pass,
+)
+from jobhooks.portal.context import PortalContext, get_portal_context
+from jobhooks.portal.exceptions import IamIdentityRequiredError, PortalHeaderRequiredError
+from jobhooks.portal.grants import tenants_of
+from jobhooks.portal.models import PORTAL_HEADER
+from jobhooks.portal.settings import PortalSettings
+
+_SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def management_context() -> ManagementContext:
+    """The stores and clients of this configuration; tests swap it via `dependency_overrides`."""
+    return get_management_context(ManagementSettings.from_env())
+
+
+def portal_context() -> PortalContext:
+    return get_portal_context(PortalSettings.from_env())
+
+
+Context = Annotated[ManagementContext, Depends(management_context)]
+Portal = Annotated[PortalContext, Depends(portal_context)]
+
+
+def caller(request: Request, portal: Portal) -> Caller:
+    principal = iam_principal(request.resolved_event.raw_event)
+    if principal is None:
+        raise IamIdentityRequiredError()
+    return iam_caller(principal, tenants_of(principal, portal.store.list_grants()))
+
+
+CallerOf = Annotated[Caller, Depends(caller)]
+
+
+def operator(caller: CallerOf, request: Request) -> Caller:
+    caller.require_operator(f"{request.method} {request.route}")
+    return caller
+
+
+Operator = Annotated[Caller, Depends(operator)]
+
+
+def portal_session(request: Request) -> PortalPass:
+    verdict = portal_pass(request.resolved_event.raw_event, "session")
+    if request.method.upper() not in _SAFE_METHODS and not _has_portal_header(request):
+        raise PortalHeaderRequiredError(PORTAL_HEADER)
+    return verdict
+
+
+Session = Annotated[PortalPass, Depends(portal_session)]
+
+
+def link_pass(request: Request) -> PortalPass:
+    return portal_pass(request.resolved_event.raw_event, "link")
+
+
+Link = Annotated[PortalPass, Depends(link_pass)]
+
+
+def analytics_engine() -> Any:
+    """The engine that answers analytics questions here: Athena when this deployment has an
+    analytics workgroup, else None (the local API server provides DuckDB instead)."""
+    from jobhooks.analytics.settings import AnalyticsQuerySettings
+
+    settings = AnalyticsQuerySettings.from_env()
+    if not settings.analytics_workgroup:
+        return None
+    return _athena_engine(settings)
+
+
+@functools.lru_cache(maxsize=2)
+def _athena_engine(settings: Any) -> Any:
+    from jobhooks.analytics.athena import build_athena_engine
+
+    return build_athena_engine(
+        workgroup=settings.analytics_workgroup,
+        database=settings.analytics_database,
+        default_wait_seconds=settings.analytics_query_wait_seconds,
+    )
+
+
+def pseudonymizer() -> Any:
+    from jobhooks.analytics.settings import AnalyticsSinkSettings
+
+    return _pseudonymizer(AnalyticsSinkSettings.from_env())
+
+
+@functools.lru_cache(maxsize=2)
+def _pseudonymizer(settings: Any) -> Any:
+    # One per configuration: the secret-backed one caches its key.
+    from jobhooks.analytics.pseudonymize import build_pseudonymizer
+
+    return build_pseudonymizer(settings)
+
+
+AnalyticsEngine = Annotated[Any, Depends(analytics_engine)]
+Pseudonyms = Annotated[Any, Depends(pseudonymizer)]
+
+
+def _has_portal_header(request: Request) -> bool:
+    wanted = PORTAL_HEADER.lower()
+    return any(name.lower() == wanted and value for name, value in request.headers.items())
