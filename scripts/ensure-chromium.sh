@@ -13,7 +13,7 @@ fi
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "chromium or chromedriver is missing and this is not a Debian/Ubuntu system: install" \
         "Chromium and its matching chromedriver with your package manager, so that both are on" \
-        "PATH (the browser tests are skipped without them)" >&2
+        "PATH (the browser tests fail without them, naming this script)" >&2
     exit 1
 fi
 
