@@ -291,6 +291,9 @@ def handle_portal_update_subscription(
     session: Session,
     context: Context,
 ) -> SubscriptionView:
+    # Another tenant's id is "not found" before the new URL is judged: the answer never
+    # depends on what the request asked to change.
+    context.subscriptions.get(subscription_id, tenant_id=session.tenant_id)
     return subscriptions.update_subscription(
         context, subscription_id, body, tenant_id=session.tenant_id
     )

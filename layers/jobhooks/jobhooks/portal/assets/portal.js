@@ -9,10 +9,17 @@ import { jobHealthCharts, jobHealthTable } from "./chart.js";
 import { announce, h, show, when } from "./dom.js";
 import { act, detailPage, listPage, sessionOver } from "./endpoints.js";
 
+let signedIn = false;
+
+function tokenInHash() {
+  return new URLSearchParams(window.location.hash.slice(1)).get("t");
+}
+
 async function start() {
-  const token = new URLSearchParams(window.location.hash.slice(1)).get("t");
+  const token = tokenInHash();
   if (token !== null) {
     window.history.replaceState(null, "", `${window.location.pathname}#/`);
+    signedIn = false;
     try {
       await api.openSession(token);
     } catch (failure) {
@@ -32,10 +39,17 @@ async function start() {
   tenant.textContent = `Tenant ${session.tenant_id} · this session ends ${when(session.expires_at)}`;
   tenant.hidden = false;
   document.getElementById("nav").hidden = false;
-  document.getElementById("sign-out").addEventListener("click", signOut);
-  window.addEventListener("hashchange", route);
+  signedIn = true;
   await route();
 }
+
+// A link pasted into an open portal changes the fragment only: no new page load.
+window.addEventListener("hashchange", () => {
+  if (tokenInHash() !== null) return start().catch(failed);
+  if (signedIn) return route();
+  return undefined;
+});
+document.getElementById("sign-out").addEventListener("click", signOut);
 
 async function route() {
   const path = window.location.hash.replace(/^#/, "") || "/";
@@ -65,6 +79,7 @@ async function analyticsPage() {
 async function signOut() {
   await act(async () => {
     await api.signOut();
+    signedIn = false;
     document.getElementById("nav").hidden = true;
     document.getElementById("tenant").hidden = true;
     show(h("h1", {}, "Signed out"), h("p", {}, "Your session has ended. Open a new portal link to come back."));
@@ -109,6 +124,8 @@ function noSession() {
   );
 }
 
-start().catch(() => {
+function failed() {
   show(h("h1", {}, "Something went wrong"), h("p", {}, "Reload the page; if it keeps failing, ask your operator."));
-});
+}
+
+start().catch(failed);
