@@ -1,7 +1,8 @@
 """Management: the one implementation behind the management API and the `jobhooks` CLI.
 
-The API function (`functions/api/app.py`) declares routes and calls one function here per route;
-the CLI talks to that API. Each module is one area an operator works in:
+The API's routes (`routes/`, one Powertools `Router` per resource, included by
+`functions/api/app.py`) call one function here per route; the CLI talks to that API. Each
+module is one area an operator works in:
 
     subscriptions   create, list, show, change, delete, rotate secrets, send a test webhook
     deliveries      attempt history, replay one delivery, replay one event, unmatched events

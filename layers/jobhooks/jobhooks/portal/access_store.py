@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from botocore.exceptions import ClientError
+
 from jobhooks.portal.exceptions import (
     GrantNotFoundError,
     LinkAlreadyUsedError,

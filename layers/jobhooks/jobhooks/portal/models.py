@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from jobhooks.management.models import ErrorDetail, Timestamp
 from jobhooks.portal.grants import (
     MAX_DESCRIPTION_LENGTH,
@@ -30,7 +32,6 @@ from jobhooks.subscriptions.model import (
 from jobhooks.subscriptions.model import (
     MAX_DESCRIPTION_LENGTH as MAX_SUBSCRIPTION_DESCRIPTION,
 )
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 PORTAL_HEADER: Final = "X-Jobhooks-Portal"
 

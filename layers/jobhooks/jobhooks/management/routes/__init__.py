@@ -1,4 +1,17 @@
-"""The management API's routes, one Powertools `Router` per resource, included by the API
-function (`functions/api/app.py`). `dependencies` holds what the routes are given per request:
-the management context, the portal context and the caller.
+"""The management API's routes: one Powertools `Router` per resource, each a module here.
+
+    subscriptions   /v1/subscriptions...: create, list, show, change, delete, rotate, test send
+    deliveries      /v1/deliveries...: attempt history, replay one delivery
+    events          /v1/events...: replay one event, events no subscription wanted
+    quarantine      /v1/quarantine...: rejected messages, replay after fixing the cause
+    dlq             /v1/dlq...: what is parked in the dead-letter queues, redrive
+    grants          /v1/grants...: which IAM callers are bound to which tenants (operators)
+    portal          /v1/portal/...: portal links and revocations (operators); /portal...: the
+                    tenant portal's page, its link-for-session exchange and its API
+
+Every module exposes `router`; `functions/api/app.py` includes them in this order (which is the
+order of docs/openapi.json's paths) with `app.include_router(...)`. A route declares its input
+and answers (`jobhooks.management.openapi`) and makes one call into `jobhooks.management` or
+`jobhooks.portal`; the stores, the clients and the caller come from the dependencies of
+`dependencies`.
 """

@@ -1,6 +1,8 @@
 """What the routes are given per request, through the Event Handler's `Depends`.
 
-- `management_context`: the stores and clients of this configuration;
+- `management_context`: the stores and clients of this configuration. The settings are read
+  per request (cheaply: the context is cached per configuration), so one API module serves
+  `jobhooks dev` and tests that re-provision the stack in the same process;
 - `portal_context`: the access store and the portal sessions;
 - `caller`: who is calling (`jobhooks.portal.callers`): an operator or a tenant-bound IAM
   caller, told apart by the grants; `operator` is the same for routes only operators may use;
@@ -12,7 +14,8 @@
   without an analytics table) and the pseudonymizer of the table's ids. `jobhooks dev`'s local
   API server replaces the engine with DuckDB, which never ships in the Lambda layer.
 
-Tests replace the contexts and the engine with `app.dependency_overrides`.
+Tests replace the contexts and the engine with the resolver's `dependency_overrides`, keyed by
+these functions; nothing is patched.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ _SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def management_context() -> ManagementContext:
-    """The stores and clients of this configuration; tests swap it via `dependency_overrides`."""
+    """The stores and clients of this configuration."""
     return get_management_context(ManagementSettings.from_env())
 
 

@@ -1,0 +1,162 @@
+"""Routes of /v1/subscriptions: create, list, show, change, delete, rotate the secret, test send.
+
+Bodies and answers are never logged: a create or rotate answer carries a signing secret.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from aws_lambda_powertools.metrics import MetricUnit
+
+from jobhooks.management import subscriptions
+from jobhooks.management.models import (
+    DEFAULT_PAGE_SIZE,
+    RotateSecretRequest,
+    SubscriptionPage,
+    SubscriptionView,
+    SubscriptionWithSecret,
+    TestSendResult,
+)
+from jobhooks.management.openapi import (
+    CreateSubscriptionBody,
+    CursorQuery,
+    LimitQuery,
+    RotateSecretBody,
+    SubscriptionIdPath,
+    TenantQuery,
+    TenantScopeQuery,
+    UpdateSubscriptionBody,
+    documented,
+)
+from jobhooks.management.routes.dependencies import Context
+
+OK, CREATED, NO_CONTENT = HTTPStatus.OK, HTTPStatus.CREATED, HTTPStatus.NO_CONTENT
+NOT_FOUND, CONFLICT = HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT
+TAGS = ["subscriptions"]
+
+router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
+logger = Logger(child=True)
+metrics = Metrics()
+
+
+@router.post(
+    "/v1/subscriptions",
+    operation_id="create_subscription",
+    summary="Create a subscription; the answer shows its signing secret, once",
+    status_code=CREATED,
+    responses=documented(CREATED, SubscriptionWithSecret),
+    tags=TAGS,
+)
+def handle_create_subscription(
+    body: CreateSubscriptionBody, context: Context
+) -> SubscriptionWithSecret:
+    created = subscriptions.create_subscription(context, body)
+    logger.info(
+        "subscription created",
+        extra={"subscription_id": created.subscription_id, "tenant_id": created.tenant_id},
+    )
+    metrics.add_metric(name="SubscriptionsCreated", unit=MetricUnit.Count, value=1)
+    return created
+
+
+@router.get(
+    "/v1/subscriptions",
+    operation_id="list_subscriptions",
+    summary="List a tenant's subscriptions",
+    responses=documented(OK, SubscriptionPage),
+    tags=TAGS,
+)
+def handle_list_subscriptions(
+    tenant_id: TenantQuery,
+    context: Context,
+    limit: LimitQuery = DEFAULT_PAGE_SIZE,
+    cursor: CursorQuery = None,
+) -> SubscriptionPage:
+    return subscriptions.list_subscriptions(context, tenant_id, limit=limit, cursor=cursor)
+
+
+@router.get(
+    "/v1/subscriptions/<subscription_id>",
+    operation_id="get_subscription",
+    summary="Show a subscription (never its secret)",
+    responses=documented(OK, SubscriptionView, NOT_FOUND),
+    tags=TAGS,
+)
+def handle_get_subscription(
+    subscription_id: SubscriptionIdPath, context: Context, tenant_id: TenantScopeQuery = None
+) -> SubscriptionView:
+    return subscriptions.get_subscription(context, subscription_id, tenant_id=tenant_id)
+
+
+@router.patch(
+    "/v1/subscriptions/<subscription_id>",
+    operation_id="update_subscription",
+    summary="Change the URL, event types, description, or enable / disable",
+    responses=documented(OK, SubscriptionView, NOT_FOUND, CONFLICT),
+    tags=TAGS,
+)
+def handle_update_subscription(
+    subscription_id: SubscriptionIdPath,
+    body: UpdateSubscriptionBody,
+    context: Context,
+    tenant_id: TenantScopeQuery = None,
+) -> SubscriptionView:
+    updated = subscriptions.update_subscription(context, subscription_id, body, tenant_id=tenant_id)
+    logger.info("subscription updated", extra={"subscription_id": subscription_id})
+    return updated
+
+
+@router.delete(
+    "/v1/subscriptions/<subscription_id>",
+    operation_id="delete_subscription",
+    summary="Delete a subscription; deliveries to it stop",
+    status_code=NO_CONTENT,
+    responses=documented(NO_CONTENT, None, NOT_FOUND),
+    tags=TAGS,
+)
+def handle_delete_subscription(
+    subscription_id: SubscriptionIdPath, context: Context, tenant_id: TenantScopeQuery = None
+) -> Response[None]:
+    subscriptions.delete_subscription(context, subscription_id, tenant_id=tenant_id)
+    logger.info("subscription deleted", extra={"subscription_id": subscription_id})
+    return Response(status_code=NO_CONTENT, body=None)
+
+
+@router.post(
+    "/v1/subscriptions/<subscription_id>/rotate-secret",
+    operation_id="rotate_secret",
+    summary="Issue a new signing secret; the old one signs on for the grace period",
+    responses=documented(OK, SubscriptionWithSecret, NOT_FOUND, CONFLICT),
+    tags=TAGS,
+)
+def handle_rotate_secret(
+    subscription_id: SubscriptionIdPath,
+    context: Context,
+    body: RotateSecretBody = None,
+    tenant_id: TenantScopeQuery = None,
+) -> SubscriptionWithSecret:
+    rotated = subscriptions.rotate_secret(
+        context, subscription_id, body or RotateSecretRequest(), tenant_id=tenant_id
+    )
+    logger.info("signing secret rotated", extra={"subscription_id": subscription_id})
+    metrics.add_metric(name="SecretsRotated", unit=MetricUnit.Count, value=1)
+    return rotated
+
+
+@router.post(
+    "/v1/subscriptions/<subscription_id>/test",
+    operation_id="send_test_webhook",
+    summary="Send a signed jobhooks.test webhook now; the attempt's result",
+    responses=documented(OK, TestSendResult, NOT_FOUND, CONFLICT),
+    tags=TAGS,
+)
+def handle_send_test_webhook(
+    subscription_id: SubscriptionIdPath, context: Context, tenant_id: TenantScopeQuery = None
+) -> TestSendResult:
+    result = subscriptions.send_test_webhook(context, subscription_id, tenant_id=tenant_id)
+    metrics.add_metric(name="TestSends", unit=MetricUnit.Count, value=1)
+    return result
