@@ -32,7 +32,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 from jobhooks.management.context import ManagementContext, build_management_context
+from jobhooks.management.routes.dependencies import portal_context
 from jobhooks.management.settings import ManagementSettings
+from jobhooks.portal.access_store import StoredGrant
+from jobhooks.portal.context import PortalContext
+from jobhooks.portal.settings import PortalSettings
 from jobhooks_tools.local.api_server import api_gateway_event, load_api_module, normalize_answer
 from jobhooks_tools.local.event_source import LambdaContext
 from jobhooks_tools.local.gateway import LOCAL_OPERATOR_ARN, Denied, LocalGateway, iam_context
@@ -171,6 +175,17 @@ def management_settings(**changes: Any) -> ManagementSettings:
     return ManagementSettings.from_env().model_copy(update=changes)
 
 
+class GrantsInMemory:
+    """The access table's grants, for a test whose AWS resources do not exist: `list_grants`
+    is the only read the API makes of it before routing an IAM request."""
+
+    def __init__(self, grants: Sequence[StoredGrant] = ()) -> None:
+        self.grants = list(grants)
+
+    def list_grants(self) -> list[StoredGrant]:
+        return list(self.grants)
+
+
 @contextlib.contextmanager
 def use_context(
     module: ModuleType,
@@ -179,9 +194,11 @@ def use_context(
     clock: FakeClock | None = None,
     webhook_client: Any = None,
     sqs: Any = None,
+    grants: Sequence[StoredGrant] | None = None,
     **settings: Any,
 ) -> Iterator[ManagementContext]:
-    """Serve the API (in this process) from a context built for the test."""
+    """Serve the API (in this process) from a context built for the test. `grants`: the
+    grants come from memory instead of the stack's access table (for a test without AWS)."""
     context = build_management_context(
         management_settings(**settings),
         resolver=resolver or FakeResolver(),
@@ -191,10 +208,14 @@ def use_context(
     )
     overrides = module.app.dependency_overrides
     overrides[module.management_context] = lambda: context
+    if grants is not None:
+        offline = PortalContext(PortalSettings(), GrantsInMemory(grants), None)  # type: ignore[arg-type]
+        overrides[portal_context] = lambda: offline
     try:
         yield context
     finally:
         overrides.pop(module.management_context, None)
+        overrides.pop(portal_context, None)
 
 
 # -- a webhook receiver ------------------------------------------------------------------------

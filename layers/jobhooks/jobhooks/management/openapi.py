@@ -148,6 +148,8 @@ RedriveBody = Annotated[
 _ERROR_DESCRIPTIONS: Final = {
     HTTPStatus.BAD_REQUEST: "The request body is not UTF-8 JSON (or nests too deep)",
     HTTPStatus.UNSUPPORTED_MEDIA_TYPE: "The request body was not sent as application/json",
+    HTTPStatus.FORBIDDEN: "The caller may not do this: no IAM identity, or an operator route "
+    "asked by a caller a grant binds to tenants",
     HTTPStatus.NOT_FOUND: "No such resource (or it belongs to another tenant)",
     HTTPStatus.CONFLICT: "The resource's state does not allow this now",
     HTTPStatus.UNPROCESSABLE_ENTITY: "The request is invalid; `error.field` names the field",
@@ -155,6 +157,7 @@ _ERROR_DESCRIPTIONS: Final = {
 
 _INPUT_ERRORS: Final = (
     HTTPStatus.BAD_REQUEST,
+    HTTPStatus.FORBIDDEN,
     HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
     HTTPStatus.UNPROCESSABLE_ENTITY,
 )
@@ -173,7 +176,8 @@ def documented(
             "content": {"application/json": {"model": model}},
         }
     # Every route validates its input, so every route can answer 422; and any request that
-    # carries a body has it read before routing (`request_body`), hence 400 and 415.
+    # carries a body has it read before routing (`request_body`), hence 400 and 415. Every
+    # route checks its caller first (`jobhooks.portal.callers`), hence 403.
     for error in sorted({*errors, *_INPUT_ERRORS}):
         answers[error.value] = {
             "description": _ERROR_DESCRIPTIONS.get(error, error.phrase),

@@ -9,8 +9,8 @@ from http import HTTPStatus
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.management.openapi import documented
@@ -32,7 +32,7 @@ TAGS = ["grants"]
 
 GrantIdPath = Annotated[str, Path(pattern=GRANT_ID_PATTERN, description="a grant id (grt_...)")]
 
-router = Router()  # type: ignore[no-untyped-call]
+router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 
 
 @router.get(

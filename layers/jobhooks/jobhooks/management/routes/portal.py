@@ -13,9 +13,9 @@ from http import HTTPStatus
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.request import Request
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.shared.cookies import Cookie, SameSite
 from pydantic import BaseModel
 
@@ -75,7 +75,7 @@ SESSION_SECURITY: list[dict[str, list[str]]] = [{"portalSession": []}]
 LINK_SECURITY: list[dict[str, list[str]]] = [{"portalLink": []}]
 PORTAL_TAG = ["portal"]
 
-router = Router()  # type: ignore[no-untyped-call]
+router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 
 
 def portal_documented(
