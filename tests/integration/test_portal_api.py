@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from jobhooks.portal.authorizer import SESSION_COOKIE
@@ -378,3 +379,73 @@ def test_requests_without_the_identity_their_route_needs_are_refused_by_the_func
         assert session_only.status == 401 and session_only.error["code"] == "session_required"
         assert nobody.call("POST", "/portal/session", content_type=None).status == 401
         assert nobody.call("GET", "/portal", content_type=None).status == 200
+
+
+# -- the job health chart -------------------------------------------------------------------------
+
+
+def analytics_row(account: str, job: str, at: datetime, failed: bool, duration: int) -> Any:
+    import uuid
+
+    from jobhooks.analytics.row import AnalyticsRow
+
+    return AnalyticsRow(
+        timestamp_utc=at,
+        event_id=f"fetcher.job.{'failed' if failed else 'completed'}.{uuid.uuid4()}",
+        release="fetcher@2.0.2",
+        account_id=account,
+        job_id=str(uuid.uuid4()),
+        job_name=job,
+        queue_name="//lerian.fetcher/worker",
+        attempt_count=1,
+        queue_wait_ms=0,
+        duration_ms=duration,
+        status="failure" if failed else "success",
+        unmeasured=("queue_wait_ms", "duration_ms") if failed else ("queue_wait_ms",),
+        error_category="unknown" if failed else None,
+    )
+
+
+@pytest.mark.parametrize("pseudonymized", [False, True])
+def test_job_health_reads_the_sessions_tenant_only_in_the_form_the_table_stores(
+    api: InProcessApi, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, pseudonymized: bool
+) -> None:
+    from jobhooks.analytics.pseudonymize import StaticKeyPseudonymizer
+    from jobhooks_tools.local.analytics.files import LocalFileSink
+    from jobhooks_tools.local.api_server import provide_local_analytics
+
+    key = "k" * 40
+    stored = StaticKeyPseudonymizer(key).pseudonym if pseudonymized else (lambda _column, v: v)
+    day = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
+    if day > datetime.now(UTC):
+        day -= timedelta(days=1)
+    rows = [
+        analytics_row(stored("account_id", "acme"), "payments", day, False, 100),
+        analytics_row(stored("account_id", "acme"), "payments", day, False, 300),
+        analytics_row(stored("account_id", "acme"), "payments", day, True, 0),
+        analytics_row(stored("account_id", "globex"), "globex-secret-job", day, True, 0),
+    ]
+    LocalFileSink(tmp_path).put_rows(rows)
+    monkeypatch.setenv("JOBHOOKS_ANALYTICS_DIR", str(tmp_path))
+    if pseudonymized:
+        monkeypatch.setenv("JOBHOOKS_ANALYTICS_PSEUDONYMIZATION_KEY", key)
+    provide_local_analytics(api.module)
+    browser = open_portal(api, "acme")
+
+    report = browser.get("/portal/api/analytics/jobs", days=3)
+    assert report.status == 200, report.text
+    assert report.body["configured"] is True
+    (point,) = report.body["points"]
+    assert point == {
+        "day": day.date().isoformat(),
+        "job_name": "payments",
+        "outcomes": 3,
+        "failures": 1,
+        "failure_rate": 0.3333,
+        "p95_duration_ms": 300,
+    }
+    assert "globex" not in report.text
+
+    monkeypatch.delenv("JOBHOOKS_ANALYTICS_DIR")
+    unconfigured = browser.get("/portal/api/analytics/jobs")
+    assert unconfigured.body["configured"] is False and unconfigured.body["points"] == []

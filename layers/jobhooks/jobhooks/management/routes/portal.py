@@ -50,7 +50,7 @@ from jobhooks.management.routes.dependencies import (
     Pseudonyms,
     Session,
 )
-from jobhooks.portal import analytics, pages
+from jobhooks.portal import pages
 from jobhooks.portal.authorizer import SESSION_COOKIE
 from jobhooks.portal.models import (
     JobHealthReport,
@@ -418,6 +418,9 @@ def handle_portal_job_health(
     pseudonyms: Pseudonyms,
     days: Annotated[int, Query(ge=1, le=90, description="the window, in days up to now")] = 7,
 ) -> JobHealthReport:
+    # The analytics package loads here: most portal requests never draw the chart.
+    from jobhooks.portal import analytics
+
     return analytics.job_health(
         session.tenant_id, days=days, now=context.clock(), engine=engine, pseudonymizer=pseudonyms
     )
