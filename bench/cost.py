@@ -16,7 +16,11 @@ derives, per event:
   written, each index projecting it charged too) and from returned items;
 - KMS and Secrets Manager requests;
 - CloudWatch Logs bytes the functions wrote (JSON logs + EMF lines) plus Lambda's own
-  START/END/REPORT lines; data out to receivers (the POSTs as received, plus TLS overhead).
+  START/END/REPORT lines; data out to receivers (the POSTs as received, plus TLS overhead);
+- the analytics rows: what the Firehose sink would send for the rows the local sink wrote (one
+  write per accepted event), packed by `jobhooks.analytics.firehose` into records and
+  PutRecordBatch calls, each record billed rounded up to 5 KB; S3 objects per buffer flush and
+  the rows' storage over their retention; Athena per question asked (10 MB minimum);
 
 then prices them per million events with the table `PRICES` (us-east-1, each with its source)
 and sets them beside EventBridge API destinations and hosted webhook services. moto answers
@@ -36,10 +40,14 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 import boto3
+from jobhooks.analytics.firehose import pack_records, request_batches
+from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.webhook_signature import webhook_id_for
+from jobhooks_tools.local.analytics.files import row_files
 from jobhooks_tools.local.demo_receiver import DemoReceiver
 from jobhooks_tools.local.dev_stack import DevStack, DevStackSettings, Invocation
 from jobhooks_tools.local.moto_server import LOCAL_REGION
@@ -60,6 +68,12 @@ TLS_OVERHEAD_BYTES: Final = 1_000
 IN_REGION_CALL_SECONDS: Final = 0.008
 # DynamoDB counts about 100 bytes of index overhead per item in a GSI.
 GSI_ITEM_OVERHEAD: Final = 100
+# Firehose bills each record's size rounded up to the next 5 KB.
+FIREHOSE_RECORD_UNIT: Final = 5 * 1024
+# template.yaml's AnalyticsDeliveryStream flushes every 300 s (or 64 MiB): one S3 object each.
+FIREHOSE_FLUSHES_PER_MONTH: Final = 30 * 24 * 3600 // 300
+# Athena bills at least 10 MB per query.
+ATHENA_MINIMUM_BYTES: Final = 10 * 1_000_000
 
 
 @dataclass(frozen=True)
@@ -90,6 +104,17 @@ PRICES: Final = {
     "dashboard_month": Price(3.00, "dashboard-month", "CloudWatch dashboard beyond 3 free: verify"),
     "eventbridge_event": Price(1.00 / MILLION, "event", "EventBridge custom events (64 KB)"),
     "api_destination": Price(0.20 / MILLION, "delivery", "EventBridge API destinations"),
+    # The analytics table's services: none of these is in aws-facts; commonly cited us-east-1
+    # figures, to re-check at aws.amazon.com/{firehose,s3,athena}/pricing.
+    "firehose_gb": Price(
+        0.029, "GB", "Firehose Direct PUT, first 500 TB/month, records rounded up to 5 KB: verify"
+    ),
+    "firehose_conversion_gb": Price(
+        0.018, "GB", "Firehose format conversion (JSON to Parquet), commonly cited: verify"
+    ),
+    "s3_gb_month": Price(0.023, "GB-month", "S3 Standard storage, first 50 TB, commonly cited"),
+    "s3_put": Price(0.005 / 1000, "PUT", "S3 Standard PUT, commonly cited: verify"),
+    "athena_tb": Price(5.00, "TB scanned", "Athena SQL, 10 MB minimum per query: verify"),
 }
 
 # Hosted webhook services, list prices as a third-party comparison reported them (dev.to,
@@ -333,6 +358,9 @@ class Measurement:
     egress_bytes: int
     body_bytes: int
     seconds: float
+    analytics: AnalyticsWrites
+    # template.yaml's AnalyticsRetentionDays default: how long S3 keeps the rows.
+    analytics_retention_days: int
 
 
 def measure(events: int, subscriptions: int, copies: int, warmup: int) -> Measurement:
@@ -369,15 +397,19 @@ def measure(events: int, subscriptions: int, copies: int, warmup: int) -> Measur
         log_mark = stack.log_path.stat().st_size
         lines_mark = _line_count(stack.log_path)
         received_mark = len(receiver.received())
+        analytics_mark = set(row_files(stack.analytics_dir))
         print(f"... measuring {events} events", file=sys.stderr)
         started = time.monotonic()
         _run(stack, receiver, endpoints, key, events, copies)
         seconds = time.monotonic() - started
         calls, invocations = meter.snapshot()
+        analytics = analytics_writes(stack.analytics_dir, analytics_mark)
         log_bytes = stack.log_path.stat().st_size - log_mark
         log_lines = _line_count(stack.log_path) - lines_mark
         metrics = _emf_metrics(stack.log_path, log_mark)
-        template = load_template()["Resources"]
+        loaded = load_template()
+        template = loaded["Resources"]
+        retention = int(loaded["Parameters"]["AnalyticsRetentionDays"]["Default"])
         resource_types = Counter(resource.get("Type") for resource in template.values())
         posts = receiver.received()[received_mark:]
         functions = list(stack.resources.functions.values()) if stack.resources else []
@@ -410,6 +442,8 @@ def measure(events: int, subscriptions: int, copies: int, warmup: int) -> Measur
         egress_bytes=body_bytes + header_bytes + request_lines + TLS_OVERHEAD_BYTES * len(posts),
         body_bytes=body_bytes,
         seconds=seconds,
+        analytics=analytics,
+        analytics_retention_days=retention,
     )
 
 
@@ -488,6 +522,37 @@ def _emf_metrics(path: Any, offset: int) -> set[str]:
     return found
 
 
+@dataclass(frozen=True)
+class AnalyticsWrites:
+    """What the Firehose sink would have sent for the rows the local sink wrote."""
+
+    writes: int  # put_rows calls: one per accepted event (the ingest use case writes its row)
+    rows: int
+    json_bytes: int  # the rows as newline-separated JSON, what Firehose converts to Parquet
+    records: int
+    billed_bytes: int  # each record rounded up to 5 KB
+    calls: int  # PutRecordBatch
+
+
+def analytics_writes(data_dir: Path, before: set[Path]) -> AnalyticsWrites:
+    """Each row file written after `before` is one `put_rows` call (`LocalFileSink`); its rows
+    go through the Firehose sink's own packing (`pack_records`, `request_batches`)."""
+    writes = rows = json_bytes = records = billed = calls = 0
+    for path in row_files(data_dir):
+        if path in before:
+            continue
+        written = [AnalyticsRow.model_validate_json(line) for line in path.read_text().splitlines()]
+        packed = pack_records(written)
+        writes += 1
+        rows += len(written)
+        json_bytes += sum(len(record.data) for record in packed)
+        records += len(packed)
+        unit = FIREHOSE_RECORD_UNIT
+        billed += sum(unit * units(len(record.data), unit) for record in packed)
+        calls += len(request_batches(packed))
+    return AnalyticsWrites(writes, rows, json_bytes, records, billed, calls)
+
+
 def _line_count(path: Any) -> int:
     with open(path, "rb") as handle:
         return sum(1 for _ in handle)
@@ -530,6 +595,22 @@ def cost_lines(m: Measurement) -> list[Line]:
         ("API Gateway (management only)", 0, "requests", "api_gateway_request"),
         ("CloudWatch Logs ingestion", log_bytes / 1e9, "GB", "logs_gb"),
         ("Data transfer out (POSTs)", m.egress_bytes / 1e9, "GB", "egress_gb"),
+        # The analytics rows: Firehose bills what it ingests per 5 KB record and converts the
+        # same volume to Parquet (billed on the ingested volume: an assumption to check); S3
+        # keeps the rows their retention (their JSON size: an upper bound of the Parquet).
+        ("Firehose ingestion (analytics)", m.analytics.billed_bytes / 1e9, "GB", "firehose_gb"),
+        (
+            "Firehose Parquet conversion",
+            m.analytics.billed_bytes / 1e9,
+            "GB",
+            "firehose_conversion_gb",
+        ),
+        (
+            "S3 storage of the rows",
+            m.analytics.json_bytes / 1e9 * m.analytics_retention_days / 30,
+            "GB-month",
+            "s3_gb_month",
+        ),
     ]
     return [
         Line(name, quantity * per_million, unit, PRICES[price])
@@ -559,6 +640,12 @@ def fixed_lines(m: Measurement) -> list[tuple[str, float, Price, str]]:
             len(m.metrics),
             PRICES["metric_month"],
             "distinct metrics seen in this run; each rejection reason adds one",
+        ),
+        (
+            "S3 PUTs of analytics (up to)",
+            FIREHOSE_FLUSHES_PER_MONTH,
+            PRICES["s3_put"],
+            "one object per Firehose flush (300 s) while events flow",
         ),
         ("alarms", m.alarms, PRICES["alarm_month"], "in template.yaml"),
         ("dashboard", m.dashboards, PRICES["dashboard_month"], "free if among the first 3"),
@@ -631,6 +718,14 @@ def report(m: Measurement) -> str:
         f"  egress: {m.egress_bytes / max(1, m.deliveries):.0f} B per POST "
         f"({m.body_bytes / max(1, m.deliveries):.0f} B body, headers, {TLS_OVERHEAD_BYTES} B TLS)"
     )
+    written = m.analytics
+    say(
+        f"  analytics: {written.rows * per_event:.2f} rows and {written.writes * per_event:.2f} "
+        f"writes per event; on AWS {written.records * per_event:.2f} Firehose records of "
+        f"{written.json_bytes / max(1, written.records):.0f} B (billed "
+        f"{written.billed_bytes / max(1, written.records):.0f} B each) in "
+        f"{written.calls * per_event:.2f} PutRecordBatch calls per event"
+    )
     say("")
     say("Monthly cost per million events (us-east-1, arm64, on demand, no free tier)")
     say(f"  {'line':<32}{'quantity':>14}  {'unit':<12}{'unit price':>14}{'$/1M events':>13}")
@@ -681,6 +776,16 @@ def report(m: Measurement) -> str:
     )
     for name, monthly, note in HOSTED_SERVICES:
         say(f"  {name + ', 1M events/month':<40}${monthly:>9.2f}  list price: {note}")
+    say("")
+    month_of_rows = m.analytics.json_bytes / m.events * MILLION
+    scanned = max(ATHENA_MINIMUM_BYTES, month_of_rows)
+    say("Per analytics question asked (Athena, whatever the volume of webhooks)")
+    say(
+        f"  the 10 MB minimum: ${ATHENA_MINIMUM_BYTES / 1e12 * PRICES['athena_tb'].usd:.5f}; a "
+        f"window of a million events' rows reads at most their {month_of_rows / 1e6:,.0f} MB "
+        f"(JSON size, an upper bound of the Parquet columns read): "
+        f"${scanned / 1e12 * PRICES['athena_tb'].usd:.4f}"
+    )
     say("")
     say("Prices: us-east-1 list prices from stored copies of public pages (see PRICES in this")
     say("script for each source); hosted services as a third-party comparison reported them.")

@@ -1,5 +1,5 @@
-"""Management API function: subscriptions, deliveries, quarantine, dead-letter queues, grants
-and the tenant portal.
+"""Management API function: subscriptions, deliveries, quarantine, dead-letter queues,
+analytics, grants and the tenant portal.
 
 Wiring only: the resolver, its error handlers, the caller gate, the request-body guard and the
 handler. The routes are Powertools `Router`s, one module per resource in
@@ -35,6 +35,7 @@ from jobhooks.management.exceptions import (
 from jobhooks.management.openapi import document_metadata
 from jobhooks.management.request_body import accept_request_body
 from jobhooks.management.routes import (
+    analytics,
     deliveries,
     dlq,
     events,
@@ -58,6 +59,7 @@ app.include_router(deliveries.router)
 app.include_router(events.router)
 app.include_router(quarantine.router)
 app.include_router(dlq.router)
+app.include_router(analytics.router)
 app.include_router(grants.router)
 app.include_router(portal.router)
 

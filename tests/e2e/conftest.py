@@ -9,6 +9,8 @@ Two settings differ from a deployment, both to keep the suite fast and both visi
 - the retry schedule is 0,1,1,2,2,3,3,3 s (8 attempts in about 15 s instead of about 27 h);
 - visibility timeouts are 12-16 s and function timeouts 6-10 s (instead of 180/360 and 30/60),
   so a record that a failed invocation left in flight comes back within seconds.
+The analytics rows go to the local files through a sink a test can make lose or alter rows
+(`SinkFaults`, off unless a test turns it on).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from jobhooks_tools.local.demo_receiver import DemoReceiver
 from jobhooks_tools.local.dev_stack import DevStack, DevStackSettings
 from jobhooks_tools.local.rabbitmq import RabbitMQBroker
 
-from tests.e2e.harness import Bridge
+from tests.e2e.harness import Bridge, SinkFaults
 
 RETRY_SCHEDULE = "0,1,1,2,2,3,3,3"
 
@@ -40,6 +42,7 @@ def shorten_timeouts(template: dict[str, Any]) -> None:
 @pytest.fixture(scope="package")
 def bridge(rabbitmq: RabbitMQBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bridge]:
     log_path = tmp_path_factory.mktemp("e2e") / "bridge.log"
+    sink_faults = SinkFaults()
     stack = DevStack(
         DevStackSettings(
             broker=rabbitmq,
@@ -49,12 +52,15 @@ def bridge(rabbitmq: RabbitMQBroker, tmp_path_factory: pytest.TempPathFactory) -
             template_changes=shorten_timeouts,
             environment={"JOBHOOKS_DELIVERY_TIMEOUT_SECONDS": "2"},
             log_path=log_path,
+            data_dir=tmp_path_factory.mktemp("e2e-data"),
+            # The local files and DuckDB, with a hook that can lose or alter rows.
+            analytics_backend=sink_faults.backend(),
         )
     )
     receiver = DemoReceiver().start()
     try:
         stack.start()
-        yield Bridge(stack, receiver)
+        yield Bridge(stack, receiver, sink_faults)
     finally:
         receiver.stop()
         stack.stop()

@@ -16,12 +16,17 @@ import urllib.error
 import urllib.request
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobhooks.analytics.local_backend import LocalBackend
+from jobhooks.analytics.row import AnalyticsRow
+from jobhooks.analytics.sink import AnalyticsSink
 from jobhooks.webhook_signature import webhook_id_for
+from jobhooks_tools.local.analytics.duckdb_engine import DuckDBEngine
+from jobhooks_tools.local.analytics.files import LocalFileSink
 from jobhooks_tools.local.demo_receiver import DemoReceiver, ReceivedWebhook
 from jobhooks_tools.local.dev_stack import DevStack
 from jobhooks_tools.publisher import SamplePublication, SamplePublisher
@@ -39,9 +44,38 @@ class Subscription:
 
 
 @dataclass
+class SinkFaults:
+    """What the bridge's analytics sink does to each row before it writes it: `change` returns
+    the row to write instead, or None to drop it silently (None: rows are written as they are).
+    A stack whose sink loses or alters rows, for the tests of `jobhooks analytics check`."""
+
+    change: Callable[[AnalyticsRow], AnalyticsRow | None] | None = None
+
+    def backend(self) -> LocalBackend:
+        """The local files and DuckDB, with these faults on the way in."""
+        return LocalBackend(
+            sink=lambda directory: _FaultySink(LocalFileSink(directory), self),
+            engine=DuckDBEngine,
+        )
+
+
+class _FaultySink(AnalyticsSink):
+    def __init__(self, sink: AnalyticsSink, faults: SinkFaults) -> None:
+        self._sink = sink
+        self._faults = faults
+
+    def put_rows(self, rows: Sequence[AnalyticsRow]) -> None:
+        change = self._faults.change
+        if change is not None:
+            rows = [changed for changed in map(change, rows) if changed is not None]
+        self._sink.put_rows(rows)
+
+
+@dataclass
 class Bridge:
     stack: DevStack
     receiver: DemoReceiver
+    sink_faults: SinkFaults = field(default_factory=SinkFaults)
 
     # -- the management API ------------------------------------------------------------------
 

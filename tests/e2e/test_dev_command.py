@@ -18,8 +18,10 @@ import threading
 import time
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
+from jobhooks_tools.local.analytics.files import row_files
 from jobhooks_tools.local.rabbitmq import RabbitMQBroker
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
@@ -101,10 +103,11 @@ def open_portal_link(api: str, token: str) -> dict[str, object]:
 
 
 def test_demo_shows_delivery_dedup_and_quarantine_then_ctrl_c_stops_everything(
-    dev_amqp_url: str,
+    dev_amqp_url: str, tmp_path: Path
 ) -> None:
-    dev = DevCommand("--demo", "--amqp-url", dev_amqp_url)
+    dev = DevCommand("--demo", "--amqp-url", dev_amqp_url, "--data-dir", str(tmp_path))
     try:
+        rows = dev.wait_for(r"analytics rows\s+(\S+) \(JSON lines").group(1)
         aws = dev.wait_for(r"local AWS\s+(http://\S+)").group(1)
         api = dev.wait_for(r"export JOBHOOKS_API_URL=(\S+) JOBHOOKS_API_AUTH=none").group(1)
         dev.wait_for(r"Fetcher key\s+[0-9a-f]{64}")
@@ -121,6 +124,11 @@ def test_demo_shows_delivery_dedup_and_quarantine_then_ctrl_c_stops_everything(
 
     assert code == 0, "\n".join(dev.lines)
     assert dev.lines[-1] == "stopped"
+    # The demo's two accepted events are rows, in the directory printed, kept after the stop.
+    assert rows == str(tmp_path / "analytics")
+    assert dev.lines[-2] == f"the analytics rows stay in {rows}"
+    written = [line for path in row_files(rows) for line in path.read_text().splitlines()]
+    assert sorted(json.loads(line)["status"] for line in written) == ["failure", "success"]
     assert port_is_closed(aws), "moto's server outlived jobhooks dev"
     assert port_is_closed(api), "the management API outlived jobhooks dev"
     assert not any("Traceback" in line for line in dev.lines), "\n".join(dev.lines)

@@ -246,6 +246,128 @@ def test_delivery_failures_alarm(template: dict[str, Any]) -> None:
     assert metrics == {"FailedConversion.Records", "DeliveryToS3.DataFreshness"}
 
 
+def test_rows_ingest_could_not_write_alarm(template: dict[str, Any]) -> None:
+    # IngestTelemetry counts AnalyticsWriteFailed; the dashboard shows it beside the events.
+    (alarm,) = [
+        a["Properties"]
+        for a in of_type(template, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["MetricName"] == "AnalyticsWriteFailed"
+    ]
+    assert alarm["Namespace"] == "jobhooks"
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": {"Ref": "AWS::StackName"}}]
+    assert (alarm["Statistic"], alarm["Threshold"]) == ("Sum", 0)
+    assert '"AnalyticsWriteFailed"' in props(template, "Dashboard")["DashboardBody"]["Fn::Sub"]
+
+
+# ---------------------------------------------------------------------------- the functions
+
+PSEUDONYMIZATION_SECRET = {
+    "Fn::If": [
+        "PseudonymizeAnalytics",
+        {"Ref": "AnalyticsPseudonymizationKey"},
+        {"Ref": "AWS::NoValue"},
+    ]
+}
+
+
+def variables(template: dict[str, Any], function: str) -> dict[str, Any]:
+    found: dict[str, Any] = props(template, function)["Environment"]["Variables"]
+    return found
+
+
+def test_ingest_and_the_api_write_rows_to_the_stream_pseudonymized_when_asked(
+    template: dict[str, Any],
+) -> None:
+    # The API writes rows too: a quarantine replay that is accepted runs the ingest use case.
+    for function in ("IngestFunction", "ApiFunction"):
+        given = variables(template, function)
+        assert given["JOBHOOKS_ANALYTICS_STREAM"] == {"Ref": "AnalyticsDeliveryStream"}
+        assert given["JOBHOOKS_ANALYTICS_PSEUDONYMIZATION_SECRET_ARN"] == PSEUDONYMIZATION_SECRET
+        assert "JOBHOOKS_ANALYTICS_DIR" not in given  # the local stack's only
+    api = variables(template, "ApiFunction")
+    assert api["JOBHOOKS_ANALYTICS_WORKGROUP"] == {"Ref": "AnalyticsWorkGroup"}
+    assert api["JOBHOOKS_ANALYTICS_DATABASE"] == {"Ref": "AnalyticsDatabase"}
+    assert "JOBHOOKS_ANALYTICS_WORKGROUP" not in variables(template, "IngestFunction")
+    # One API call waits at most JOBHOOKS_ANALYTICS_QUERY_WAIT_SECONDS (10 s by default, the
+    # settings allow 25): well under the function's timeout and API Gateway's 30 s.
+    assert props(template, "ApiFunction")["Timeout"] == 15
+
+
+def statements(template: dict[str, Any], role: str) -> list[dict[str, Any]]:
+    (policy,) = props(template, role)["Policies"]
+    found: list[dict[str, Any]] = policy["PolicyDocument"]["Statement"]
+    return found
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def grants(
+    template: dict[str, Any], role: str, prefixes: tuple[str, ...]
+) -> set[tuple[str, str, str]]:
+    """(action, resource, condition) of each grant of the role whose action starts so."""
+    found = set()
+    for statement in statements(template, role):
+        for action in as_list(statement["Action"]):
+            if action.startswith(prefixes):
+                for resource in as_list(statement["Resource"]):
+                    found.add((action, repr(resource), repr(statement.get("Condition"))))
+    return found
+
+
+def glue_arn(path: str) -> dict[str, str]:
+    return {"Fn::Sub": f"arn:${{AWS::Partition}}:glue:${{AWS::Region}}:${{AWS::AccountId}}:{path}"}
+
+
+def test_the_api_role_may_run_the_questions_and_nothing_more(template: dict[str, Any]) -> None:
+    workgroup = {
+        "Fn::Sub": "arn:${AWS::Partition}:athena:${AWS::Region}:${AWS::AccountId}"
+        ":workgroup/${AnalyticsWorkGroup}"
+    }
+    glue = [
+        glue_arn("catalog"),
+        glue_arn("database/${AnalyticsDatabase}"),
+        glue_arn("table/${AnalyticsDatabase}/${AnalyticsTable}"),
+    ]
+    rows_bucket = repr(arn("AnalyticsBucket"))
+    rows_prefix = repr({"StringLike": {"s3:prefix": [TABLE_PREFIX + "*"]}})
+    rows_objects = repr({"Fn::Sub": "${AnalyticsBucket.Arn}/" + TABLE_PREFIX + "*"})
+    results_bucket = repr(arn("AnalyticsResultsBucket"))
+    results_objects = repr({"Fn::Sub": "${AnalyticsResultsBucket.Arn}/*"})
+    none = repr(None)
+    assert grants(template, "ApiRole", ("athena:", "glue:", "s3:", "firehose:")) == {
+        # AthenaEngine: start, poll, read the results; in the stack's workgroup only.
+        ("athena:StartQueryExecution", repr(workgroup), none),
+        ("athena:GetQueryExecution", repr(workgroup), none),
+        ("athena:GetQueryResults", repr(workgroup), none),
+        # Athena reads the schema as the caller: the one table (projection: no partitions) ...
+        *{
+            (action, repr(r), none)
+            for action in ("glue:GetDatabase", "glue:GetTable")
+            for r in glue
+        },
+        # ... and the table's objects, never Firehose's errors/ beside them ...
+        ("s3:GetBucketLocation", rows_bucket, rows_prefix),
+        ("s3:ListBucket", rows_bucket, rows_prefix),
+        ("s3:GetObject", rows_objects, none),
+        # ... and writes the results where the workgroup puts them, for GetQueryResults.
+        ("s3:GetBucketLocation", results_bucket, none),
+        ("s3:ListBucket", results_bucket, none),
+        ("s3:ListBucketMultipartUploads", results_bucket, none),
+        ("s3:GetObject", results_objects, none),
+        ("s3:PutObject", results_objects, none),
+        ("s3:AbortMultipartUpload", results_objects, none),
+        ("s3:ListMultipartUploadParts", results_objects, none),
+        # A quarantine replay writes the row of the event it accepts.
+        ("firehose:PutRecordBatch", repr(arn("AnalyticsDeliveryStream")), none),
+    }
+    # The ingest function writes rows and runs no query.
+    assert grants(template, "IngestRole", ("athena:", "glue:", "s3:", "firehose:")) == {
+        ("firehose:PutRecordBatch", repr(arn("AnalyticsDeliveryStream")), none)
+    }
+
+
 # ---------------------------------------------------------------------------- Athena
 
 

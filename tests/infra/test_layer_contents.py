@@ -87,17 +87,8 @@ def layer_modules() -> set[str]:
     return modules
 
 
-# Built and tested, not yet called by a function: issue 12's second part wires the analytics sink
-# into ingest and its queries into the API, and removes this entry.
-NOT_YET_WIRED = ("jobhooks.analytics",)
-
-
 def test_every_module_in_the_layer_is_imported_by_a_function() -> None:
-    unused = sorted(
-        module
-        for module in layer_modules() - set(closure())
-        if not module.startswith(NOT_YET_WIRED)
-    )
+    unused = sorted(layer_modules() - set(closure()))
     assert unused == [], (
         f"the layer ships {unused}, which no function imports: move host-only code to "
         "tools/jobhooks_tools"

@@ -412,7 +412,6 @@ def test_job_health_reads_the_sessions_tenant_only_in_the_form_the_table_stores(
 ) -> None:
     from jobhooks.analytics.pseudonymize import StaticKeyPseudonymizer
     from jobhooks_tools.local.analytics.files import LocalFileSink
-    from jobhooks_tools.local.api_server import provide_local_analytics
 
     key = "k" * 40
     stored = StaticKeyPseudonymizer(key).pseudonym if pseudonymized else (lambda _column, v: v)
@@ -429,7 +428,6 @@ def test_job_health_reads_the_sessions_tenant_only_in_the_form_the_table_stores(
     monkeypatch.setenv("JOBHOOKS_ANALYTICS_DIR", str(tmp_path))
     if pseudonymized:
         monkeypatch.setenv("JOBHOOKS_ANALYTICS_PSEUDONYMIZATION_KEY", key)
-    provide_local_analytics(api.module)
     browser = open_portal(api, "acme")
 
     report = browser.get("/portal/api/analytics/jobs", days=3)

@@ -10,13 +10,18 @@ from pathlib import Path
 import pytest
 import sqlglot
 from jobhooks.analytics.columns import COLUMN_NAMES
-from jobhooks.analytics.exceptions import InvalidWindowError, QuestionFileError
+from jobhooks.analytics.exceptions import (
+    InvalidWindowError,
+    QuestionFileError,
+    UnknownQuestionError,
+)
 from jobhooks.analytics.questions import (
     MARKER,
     REQUIRED_KEYS,
     VIEW_NAME,
     VIEW_PLACEHOLDERS,
     Engine,
+    get_question,
     load_questions,
     outcomes_view,
     question_named_in,
@@ -43,6 +48,31 @@ ASKED = {
 def test_the_asked_questions_are_all_there() -> None:
     assert set(questions()) >= ASKED
     assert "rows" not in questions()
+
+
+def test_the_rows_listing_is_not_asked_as_a_question() -> None:
+    assert get_question("daily_outcomes").name == "daily_outcomes"
+    with pytest.raises(UnknownQuestionError, match="daily_outcomes"):
+        get_question("rows")
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "field"),
+    [
+        ("0001-01-01", "0001-01-02", "from"),  # the partition before `from` would underflow
+        ("0001-01-01T00:00:00+05:00", "2026-01-01", "from"),
+        (None, "1970-01-03", "to"),
+        ("2026-07-13", "9999-12-31T23:00:00Z", "to"),
+        ("2026-07-16", "2026-07-13", "from"),
+        ("yesterday", None, "from"),
+    ],
+)
+def test_a_window_out_of_range_is_refused_naming_the_bound(
+    start: str | None, end: str | None, field: str
+) -> None:
+    with pytest.raises(InvalidWindowError) as refused:
+        QueryWindow.parse(start, end, now=NOW)
+    assert refused.value.field == field
 
 
 @pytest.mark.parametrize("question", ALL, ids=lambda q: q.name)

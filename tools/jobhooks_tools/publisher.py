@@ -30,9 +30,16 @@ from typing import Any, Final
 import pika
 import pika.exceptions
 from jobhooks.inbound.keys import HmacKey
+from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.inbound.rejection import Reason
 
-from jobhooks_tools.sample_events import EXCHANGE, SampleEvent, make_job_event, re_emit
+from jobhooks_tools.sample_events import (
+    EXCHANGE,
+    SampleEvent,
+    completed_body,
+    make_job_event,
+    re_emit,
+)
 
 DEFAULT_AMQP_URL: Final = "amqp://guest:guest@localhost:5672/"
 STATUSES: Final = ("completed", "failed")
@@ -163,8 +170,22 @@ def _original(
     key: HmacKey, tenant: str, status: str, exchange: str, vhost_per_tenant: bool
 ) -> SamplePublication:
     stamped = int(time.time()) - _ORIGINAL_AGE_SECONDS
+    job_id = str(uuid.uuid4())
+    # Completed when it was emitted, as the producer stamps it: the outcome (and its analytics
+    # row) falls in the window a user asks about, not on the fixed date of `completed_body`.
+    body = (
+        completed_body(job_id, completed_at=format_timestamp(datetime.fromtimestamp(stamped, UTC)))
+        if status == "completed"
+        else None
+    )
     event = make_job_event(
-        key, status=status, tenant_id=tenant, timestamp=stamped, exchange=exchange
+        key,
+        status=status,
+        tenant_id=tenant,
+        job_id=job_id,
+        timestamp=stamped,
+        body=body,
+        exchange=exchange,
     )
     return SamplePublication(
         event=event,

@@ -19,8 +19,10 @@ _DESCRIPTION = """\
 Run the whole bridge locally: RabbitMQ (the broker at --amqp-url, else a private node of the
 installed rabbitmq-server), the shovel, a local AWS emulator (moto) holding the queues,
 tables, key and secret of template.yaml, the ingest and deliver functions driven like the
-Lambda SQS event source, and the management API on localhost. One line per ingested, rejected
-or delivered message. Ctrl-C (or SIGTERM) stops everything.
+Lambda SQS event source, and the management API on localhost. Every accepted event is also a
+row of the analytics table, written under the data directory and answered by DuckDB
+(`jobhooks analytics ...`). One line per ingested, rejected or delivered message. Ctrl-C (or
+SIGTERM) stops everything.
 
 --demo also starts a receiver that verifies signatures, registers it as a webhook of tenant
 acme and publishes sample events: a completed and a failed one (delivered), a repairer
@@ -82,6 +84,12 @@ def register(subparsers: Any) -> None:
         help="where the functions' and the shovel's logs go (default: a temporary file)",
     )
     parser.add_argument(
+        "--data-dir",
+        metavar="PATH",
+        help="where the analytics rows are written (PATH/analytics), kept after exit (default: "
+        "a new temporary directory, also kept)",
+    )
+    parser.add_argument(
         "--log-level",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
         default="INFO",
@@ -91,6 +99,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_dev(args: argparse.Namespace) -> int:
+    import tempfile
     from pathlib import Path
 
     from jobhooks_tools.local.activity import Activity
@@ -105,6 +114,8 @@ def run_dev(args: argparse.Namespace) -> int:
         console.say(activity.line())
 
     parameters = {"RetrySchedule": args.retry_schedule} if args.retry_schedule else {}
+    # Kept after exit, unlike the stack's own temporary directory: the rows are the user's.
+    data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="jobhooks-dev-"))
     stack = DevStack(
         DevStackSettings(
             amqp_url=args.amqp_url,
@@ -114,6 +125,7 @@ def run_dev(args: argparse.Namespace) -> int:
             max_concurrency=args.max_concurrency,
             log_level=args.log_level,
             log_path=Path(args.log_file) if args.log_file else None,
+            data_dir=data_dir,
             emit_metrics=True,
             capture_stdout=True,
             on_activity=show,
@@ -146,6 +158,7 @@ def run_dev(args: argparse.Namespace) -> int:
         if receiver is not None:
             receiver.stop()
         stack.stop()
+        console.say(f"the analytics rows stay in {data_dir / 'analytics'}")
         console.say("stopped")
     return 0
 
@@ -200,6 +213,8 @@ def _print_summary(console: _Console, stack: Any, key: HmacKey, key_origin: str)
     lines += [
         f"  management API  {api}",
         f"  Fetcher key     {key.hex} ({key_origin})",
+        f"  analytics rows  {stack.analytics_dir} (JSON lines; DuckDB answers the API's "
+        "/v1/analytics routes)",
         f"  logs            {stack.log_path}",
         f"  local-only      {', '.join(f'{k}={v}' for k, v in LOCAL_ONLY_SETTINGS.items())}",
         "",
@@ -211,6 +226,8 @@ def _print_summary(console: _Console, stack: Any, key: HmacKey, key_origin: str)
         "  jobhooks webhooks add --tenant acme --url http://127.0.0.1:9000/hook",
         "  jobhooks portal link --tenant acme     # opens acme's tenant portal in a browser",
         f"  jobhooks publish-sample --amqp-url {broker.url} --tenant acme --key-hex {key.hex}",
+        "  jobhooks analytics query failure_rate_by_job",
+        f"  jobhooks analytics check --amqp-url {broker.url} --key-hex {key.hex}",
         "",
     ]
     for line in lines:

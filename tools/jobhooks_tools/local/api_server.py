@@ -42,6 +42,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from jobhooks.management.exceptions import ApiError
 
+from jobhooks_tools.local.analytics import ensure_local_backend
 from jobhooks_tools.local.event_source import LOCAL_ACCOUNT_ID, LambdaContext
 from jobhooks_tools.local.gateway import (
     LOCAL_OPERATOR_ARN,
@@ -296,38 +297,18 @@ def serve_api(
 
     `handler` defaults to the API function of template.yaml, loaded from its CodeUri. Requests
     are routed and authorized as template.yaml's HttpApi says; IAM routes are called as
-    `caller_arn` (the local operator, or a principal a grant binds).
+    `caller_arn` (the local operator, or a principal a grant binds). The analytics routes (and
+    the portal's chart) answer with DuckDB over `JOBHOOKS_ANALYTICS_DIR`: the local back end is
+    registered here unless the process registered one (`jobhooks_tools.local.analytics`).
     """
-    if handler is None:
-        handler = load_api_handler(template_path)
-        provide_local_analytics(load_api_module(template_path))
+    ensure_local_backend()
     return ApiServer(
         host,
         port,
-        handler,
+        handler or load_api_handler(template_path),
         access_log=access_log,
         gateway=load_gateway(template_path, caller_arn=caller_arn),
     )
-
-
-def provide_local_analytics(module: ModuleType) -> None:
-    """Let the API answer analytics with DuckDB over `JOBHOOKS_ANALYTICS_DIR` (`jobhooks dev`
-    sets it): DuckDB lives here, beside the local stack, never in the Lambda layer, so the
-    API's engine dependency is replaced rather than the layer importing it. Read per request,
-    as the function reads its settings."""
-    import os
-
-    from jobhooks.management.routes.dependencies import analytics_engine
-
-    def local_engine() -> Any:
-        directory = os.environ.get("JOBHOOKS_ANALYTICS_DIR", "")
-        if os.environ.get("JOBHOOKS_ANALYTICS_WORKGROUP") or not directory:
-            return analytics_engine()
-        from jobhooks_tools.local.analytics.duckdb_engine import DuckDBEngine
-
-        return DuckDBEngine(directory)
-
-    module.app.dependency_overrides.setdefault(analytics_engine, local_engine)
 
 
 def load_gateway(

@@ -12,6 +12,9 @@ In the order an event flows through it:
 4. **the functions**: the handlers of `functions/` loaded from their files, each driven by the
    SQS event-source poller with the batch size, timeout and memory the template gives it.
 5. **the management API** on a loopback port.
+6. **the analytics table** in files under the data directory (`<data dir>/analytics`, what
+   `JOBHOOKS_ANALYTICS_DIR` names for ingest and the API): the local file sink and DuckDB stand
+   in for Firehose, S3 and Athena (`jobhooks_tools.local.analytics`).
 
 Everything runs with the functions' environment from the template plus the local-only settings
 of `LOCAL_ONLY_SETTINGS` (loopback webhooks allowed, short caches), which nothing else sets, and
@@ -28,6 +31,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,10 +48,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any, Final
 
+from jobhooks.analytics.local_backend import LocalBackend, register_local_backend
 from jobhooks.inbound.keys import HmacKey
 
 from jobhooks_tools.local import aws_limits
 from jobhooks_tools.local.activity import Activity, ActivityFeed
+from jobhooks_tools.local.analytics import install_local_backend
 from jobhooks_tools.local.event_source import LambdaContext, SqsEventSource
 from jobhooks_tools.local.moto_server import (
     LOCAL_REGION,
@@ -90,6 +96,7 @@ LOCAL_ONLY_SETTINGS: Final = {
 # MaximumConcurrency is for Lambda).
 DEFAULT_MAX_CONCURRENCY: Final = 2
 SHOVEL_MODES: Final = ("thread", "process", "off")
+ANALYTICS_DIR_VARIABLE: Final = "JOBHOOKS_ANALYTICS_DIR"
 
 
 class DevStackError(Exception):
@@ -139,6 +146,12 @@ class DevStackSettings:
     # Where the functions', the shovel's and the libraries' logs go; None: a temporary file.
     log_path: Path | None = None
     environment: dict[str, str] = field(default_factory=dict)
+    # Where the stack keeps what outlives a request: the analytics rows (`analytics/`). None: a
+    # temporary directory, removed on stop.
+    data_dir: Path | None = None
+    # The analytics sink and engine of `JOBHOOKS_ANALYTICS_DIR`; None: the local files and
+    # DuckDB. Tests pass one that misbehaves.
+    analytics_backend: LocalBackend | None = None
     on_activity: Callable[[Activity], None] | None = None
     on_invocation: Callable[[Invocation], None] | None = None
     # Called with the in-process shovel's SQS client (benches count its requests).
@@ -179,6 +192,11 @@ class DevStack:
         self._template_path = Path("template.yaml")
         self._probe: Any = None
         self._installed_aws_limits = False
+        self.data_dir: Path | None = None
+        self._owns_data_dir = False
+        # The analytics back end this stack replaced, put back on stop.
+        self._previous_backend: LocalBackend | None = None
+        self._installed_backend = False
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -188,6 +206,7 @@ class DevStack:
             # Before any client exists: clients copy their session's hooks when made.
             self._installed_aws_limits = aws_limits.install()
             self._open_log()
+            self._open_data_dir()
             self._find_or_start_broker_in_background()
             self._start_aws()
             self._set_environment(local_aws_environment(self.aws_endpoint_url))
@@ -235,6 +254,7 @@ class DevStack:
             sys.modules.pop(module.__name__, None)
         self._modules.clear()
         self._probe = None
+        self._close_data_dir()
         if self._installed_aws_limits:
             aws_limits.uninstall()
             self._installed_aws_limits = False
@@ -264,6 +284,13 @@ class DevStack:
 
     def queue_url(self, logical_id: str) -> str:
         return self._resources.queue_url(logical_id)
+
+    @property
+    def analytics_dir(self) -> Path:
+        """Where ingest writes the analytics rows and the API's DuckDB reads them."""
+        if self.data_dir is None:
+            raise DevStackError("the stack is not started")
+        return self.data_dir / "analytics"
 
     def environment(self) -> dict[str, str]:
         """The variables a CLI in another shell needs to talk to this stack directly."""
@@ -471,6 +498,7 @@ class DevStack:
         if not self.settings.emit_metrics:
             variables["POWERTOOLS_METRICS_DISABLED"] = "true"
         variables.update(LOCAL_ONLY_SETTINGS)
+        variables[ANALYTICS_DIR_VARIABLE] = str(self.analytics_dir)
         variables.update(self.settings.environment)
         return variables
 
@@ -631,6 +659,27 @@ class DevStack:
 
         self._api_server = serve_api(port=self.settings.api_port, access_log=access_log)
         self.api_url = str(self._api_server.url)
+
+    # ------------------------------------------------------------------------------ data
+
+    def _open_data_dir(self) -> None:
+        if self.settings.data_dir is not None:
+            self.data_dir = Path(self.settings.data_dir)
+        else:
+            self.data_dir = Path(tempfile.mkdtemp(prefix="jobhooks-dev-data-"))
+            self._owns_data_dir = True
+        self.analytics_dir.mkdir(parents=True, exist_ok=True)
+        # Before the functions load: ingest and the API find the sink and DuckDB through it.
+        self._previous_backend = install_local_backend(self.settings.analytics_backend)
+        self._installed_backend = True
+
+    def _close_data_dir(self) -> None:
+        if self._installed_backend:
+            register_local_backend(self._previous_backend)
+            self._installed_backend, self._previous_backend = False, None
+        if self._owns_data_dir and self.data_dir is not None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+        self._owns_data_dir = False
 
     # ------------------------------------------------------------------------------ logs
 

@@ -1,4 +1,5 @@
-"""The query engine a process's settings ask for: Athena on AWS, DuckDB on `jobhooks dev`."""
+"""The query engine a process's settings ask for: Athena on AWS, DuckDB on `jobhooks dev`
+(registered by the local stack: `jobhooks.analytics.local_backend`)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ def build_query_engine(settings: AnalyticsQuerySettings, *, session: Any = None)
             default_wait_seconds=settings.analytics_query_wait_seconds,
         )
     if settings.analytics_dir:
-        # `jobhooks dev` only: DuckDB is never part of what Lambda functions load.
-        from jobhooks_tools.local.analytics.duckdb_engine import DuckDBEngine
+        # DuckDB is never part of what Lambda functions load: the local stack registers it.
+        from jobhooks.analytics.local_backend import local_backend
 
-        return DuckDBEngine(settings.analytics_dir)
+        return local_backend().engine(settings.analytics_dir)
     raise AnalyticsNotConfiguredError()

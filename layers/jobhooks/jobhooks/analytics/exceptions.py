@@ -1,7 +1,12 @@
-"""Errors of the analytics capability: each has a stable `code` and a sentence saying what to do."""
+"""Errors of the analytics capability: each has a stable `code` and a sentence saying what to do.
+
+`status` is the HTTP status the management API answers with, `field` the request field at fault
+(None: none); the API's error mapping reads both (`jobhooks.management.exceptions`).
+"""
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any, ClassVar
 
 from jobhooks.errors import JobhooksError
@@ -9,6 +14,8 @@ from jobhooks.errors import JobhooksError
 
 class AnalyticsError(JobhooksError):
     code: ClassVar[str] = "analytics_error"
+    status: ClassVar[HTTPStatus] = HTTPStatus.INTERNAL_SERVER_ERROR
+    field: str | None = None
 
 
 class AnalyticsWriteError(AnalyticsError):
@@ -22,6 +29,9 @@ class AnalyticsWriteError(AnalyticsError):
     """
 
     code = "analytics_write_failed"
+    # A quarantine replay through the API writes a row too: the sink is the dependency that
+    # failed.
+    status = HTTPStatus.SERVICE_UNAVAILABLE
 
     def __init__(self, failed: int, total: int, cause: str) -> None:
         super().__init__(
@@ -53,6 +63,7 @@ class PseudonymizationKeyError(AnalyticsError):
     """The pseudonymization key is missing, unreadable or too short."""
 
     code = "pseudonymization_key_unavailable"
+    status = HTTPStatus.SERVICE_UNAVAILABLE
 
     def __init__(self, detail: str) -> None:
         super().__init__(
@@ -63,6 +74,7 @@ class PseudonymizationKeyError(AnalyticsError):
 
 class UnknownQuestionError(AnalyticsError):
     code = "unknown_question"
+    status = HTTPStatus.NOT_FOUND
 
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(
@@ -73,6 +85,7 @@ class UnknownQuestionError(AnalyticsError):
 
 class AnalyticsNotConfiguredError(AnalyticsError):
     code = "analytics_not_configured"
+    status = HTTPStatus.SERVICE_UNAVAILABLE
 
     def __init__(self) -> None:
         super().__init__(
@@ -83,16 +96,23 @@ class AnalyticsNotConfiguredError(AnalyticsError):
 
 class InvalidWindowError(AnalyticsError):
     code = "invalid_window"
+    status = HTTPStatus.UNPROCESSABLE_ENTITY
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class QueryFailedError(AnalyticsError):
     """The engine ran the query and it failed, or was cancelled (e.g. by the scan limit)."""
 
     code = "query_failed"
+    status = HTTPStatus.BAD_GATEWAY
 
 
 class QueryNotFoundError(AnalyticsError):
     code = "query_not_found"
+    status = HTTPStatus.NOT_FOUND
 
     def __init__(self, query_id: str) -> None:
         super().__init__(

@@ -109,10 +109,11 @@ def questions() -> dict[str, Question]:
 
 
 def get_question(name: str) -> Question:
-    loaded = _load()
-    if name not in loaded:
-        raise UnknownQuestionError(name, sorted(questions()))
-    return loaded[name]
+    """A reviewed question by name; the rows listing is not one (`rows_query`)."""
+    asked = questions()
+    if name not in asked:
+        raise UnknownQuestionError(name, sorted(asked))
+    return asked[name]
 
 
 def rows_query() -> Question:

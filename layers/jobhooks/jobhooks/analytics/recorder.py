@@ -46,10 +46,11 @@ def build_analytics_recorder(
 
         sink = build_firehose_sink(settings.analytics_stream, session=session)
     elif settings.analytics_dir:
-        # `jobhooks dev` only: the local package is not part of what Lambda functions load.
-        from jobhooks_tools.local.analytics.files import LocalFileSink
+        # The local file sink is not part of what Lambda functions load: the local stack
+        # registers it.
+        from jobhooks.analytics.local_backend import local_backend
 
-        sink = LocalFileSink(settings.analytics_dir)
+        sink = local_backend().sink(settings.analytics_dir)
     else:
         return None
     return AnalyticsRecorder(sink, pseudonymizer=_pseudonymizer(settings, session))

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from jobhooks.analytics.columns import COLUMN_NAMES
 from jobhooks.analytics.pseudonymize import PSEUDONYMIZED_COLUMNS, Pseudonymizer
 from jobhooks.inbound.outcome import Outcome, format_timestamp
 from jobhooks.inbound.sanitize import ERROR_CATEGORIES
@@ -58,11 +59,11 @@ class AnalyticsRow(BaseModel):
         return value
 
     def to_record(self) -> dict[str, Any]:
-        """The row as JSON-ready data, columns in order."""
-        record = self.model_dump(mode="json")
-        record["timestamp_utc"] = format_timestamp(self.timestamp_utc)
-        record["unmeasured"] = list(self.unmeasured)
-        return record
+        """The row as JSON-ready data, in the table's column order (`columns.COLUMN_NAMES`)."""
+        values = self.model_dump(mode="json")
+        values["timestamp_utc"] = format_timestamp(self.timestamp_utc)
+        values["unmeasured"] = list(self.unmeasured)
+        return {name: values[name] for name in COLUMN_NAMES}
 
     def to_json(self) -> str:
         """One compact JSON line (no newline)."""

@@ -24,6 +24,9 @@ from jobhooks.inbound.outcome import format_timestamp
 DEFAULT_DAYS: Final = 7
 # Longer than any retention the template allows: a window beyond it only scans more.
 MAX_DAYS: Final = 3660
+# The partitions read start one day before `from`: keep that day, and `to`, representable.
+EARLIEST: Final = datetime(1970, 1, 2, tzinfo=UTC)
+LATEST: Final = datetime(9999, 12, 31, tzinfo=UTC)
 _SQL_TIMESTAMP: Final = "%Y-%m-%d %H:%M:%S.%f"
 
 
@@ -37,13 +40,17 @@ class QueryWindow:
     def __post_init__(self) -> None:
         for name, value in (("from", self.start), ("to", self.end)):
             if value.tzinfo is None or value.utcoffset() != timedelta(0):
-                raise InvalidWindowError(f"`{name}` must be a UTC time")
+                raise InvalidWindowError(f"`{name}` must be a UTC time", field=name)
+            if not EARLIEST <= value <= LATEST:
+                raise InvalidWindowError(
+                    f"`{name}` must lie between 1970-01-02 and 9999-12-31", field=name
+                )
         if self.start >= self.end:
-            raise InvalidWindowError("`from` must be before `to`")
+            raise InvalidWindowError("`from` must be before `to`", field="from")
         if self.end - self.start > timedelta(days=MAX_DAYS):
-            raise InvalidWindowError(f"a window spans at most {MAX_DAYS} days")
+            raise InvalidWindowError(f"a window spans at most {MAX_DAYS} days", field="from")
         if self.account_id is not None and not self.account_id:
-            raise InvalidWindowError("an account scope names an account")
+            raise InvalidWindowError("an account scope names an account", field="account_id")
 
     @classmethod
     def parse(cls, start: str | None, end: str | None, *, now: datetime) -> QueryWindow:
@@ -52,7 +59,16 @@ class QueryWindow:
         Missing `to` is `now`; missing `from` is `DEFAULT_DAYS` before `to`.
         """
         end_at = _parse("to", end) if end else _millis(now.astimezone(UTC))
-        start_at = _parse("from", start) if start else end_at - timedelta(days=DEFAULT_DAYS)
+        if start:
+            start_at = _parse("from", start)
+        elif end_at < EARLIEST + timedelta(days=DEFAULT_DAYS):
+            raise InvalidWindowError(
+                f"`to` must be after 1970-01-09: without `from`, the window is the {DEFAULT_DAYS} "
+                "days before it",
+                field="to",
+            )
+        else:
+            start_at = end_at - timedelta(days=DEFAULT_DAYS)
         return cls(start_at, end_at)
 
     @classmethod
@@ -84,11 +100,17 @@ def _parse(name: str, text: str) -> datetime:
             moment = datetime.fromisoformat(text)
     except ValueError:
         raise InvalidWindowError(
-            f"`{name}` is not an ISO 8601 date or time (e.g. 2026-07-13 or 2026-07-13T18:00:00Z)"
+            f"`{name}` is not an ISO 8601 date or time (e.g. 2026-07-13 or 2026-07-13T18:00:00Z)",
+            field=name,
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return _millis(moment.astimezone(UTC))
+    try:
+        return _millis(moment.astimezone(UTC))
+    except OverflowError:  # an offset that takes year 1 or 9999 out of range
+        raise InvalidWindowError(
+            f"`{name}` must lie between 1970-01-02 and 9999-12-31", field=name
+        ) from None
 
 
 def sql_literal(value: str) -> str:

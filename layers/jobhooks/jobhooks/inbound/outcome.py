@@ -128,7 +128,12 @@ def webhook_body(event: JobEvent, *, release: str | None = None) -> dict[str, An
 
 def webhook_payload(event: JobEvent, *, release: str | None = None) -> str:
     """The exact JSON text (compact, UTF-8) that is signed and POSTed."""
-    return to_webhook(event, release=release).model_dump_json(exclude_none=True)
+    return webhook_json(to_webhook(event, release=release))
+
+
+def webhook_json(webhook: WebhookBody) -> str:
+    """`webhook` as the exact JSON text that is signed and POSTed (`webhook_payload`)."""
+    return webhook.model_dump_json(exclude_none=True)
 
 
 def format_timestamp(moment: datetime) -> str:

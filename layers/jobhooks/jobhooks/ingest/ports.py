@@ -1,7 +1,8 @@
 """What the ingest use case needs from storage and queues, as small interfaces.
 
 `claims.ClaimStore`, `quarantine.QuarantineStore`, `fan_out.DeliveryQueue` and the
-subscription store are the DynamoDB and SQS adapters; tests may pass in-memory fakes.
+subscription store are the DynamoDB and SQS adapters, `jobhooks.analytics.recorder
+.AnalyticsRecorder` writes the analytics rows; tests may pass in-memory fakes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Protocol
 
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.inbound.event import JobEvent
+from jobhooks.inbound.outcome import Outcome
 from jobhooks.inbound.rejection import RejectedMessageError
 from jobhooks.ingest.claims import Claim, Duplicate, EventPage, EventRecord
 from jobhooks.ingest.inbound import InboundMessage
@@ -63,3 +65,8 @@ class SubscriptionMatcher(Protocol):
 
 class DeliveryTasks(Protocol):
     def enqueue(self, event_id: str, tasks: Sequence[DeliveryTask]) -> int: ...
+
+
+class OutcomeRecorder(Protocol):
+    def record(self, outcomes: Sequence[Outcome]) -> None:
+        """One analytics row per outcome; raises `AnalyticsError` when they were not written."""

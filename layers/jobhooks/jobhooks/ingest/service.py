@@ -8,13 +8,18 @@
    side effect, one still in progress elsewhere is retried later;
 3. build the webhook payload once, match the tenant's subscriptions, enqueue one delivery task
    each (`fan_out`);
-4. complete the claim, which records the fan-out (and lists the event as unmatched when nothing
+4. write the event's analytics row (`jobhooks.analytics`): the webhook's outcome, whether or not
+   a subscription wanted it;
+5. complete the claim, which records the fan-out (and lists the event as unmatched when nothing
    wanted it).
 
 A record is acknowledged only when `ingest_record` returns. Whatever fails after step 2 releases
 the claim (conditional on its token) and re-raises, so the retry starts over at once; a crash
-leaves the claim to its lease. The management API re-fans an event out (`refan_out`) and replays
-a quarantined message through this same path (`reingest`).
+leaves the claim to its lease. The row is written after the deliveries are enqueued, so a sink
+that fails delays the claim's completion, never a webhook: the retry enqueues the same delivery
+tasks (same ids, deduplicated by deliver) and writes the row then (docs/analytics.md, "When a row
+cannot be written"). The management API re-fans an event out (`refan_out`, no row: the event
+has one) and replays a quarantined message through this same path (`reingest`, a row).
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
+from jobhooks.analytics.exceptions import AnalyticsError
 from jobhooks.clock import utc_now
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.inbound.keys import parse_key_list
-from jobhooks.inbound.outcome import webhook_payload
+from jobhooks.inbound.outcome import Outcome, to_webhook, webhook_json
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks.ingest.busy_records import BusyRecords
 from jobhooks.ingest.claims import (
@@ -50,7 +56,13 @@ from jobhooks.ingest.exceptions import (
 from jobhooks.ingest.fan_out import DeliveryQueue, delivery_tasks_for
 from jobhooks.ingest.fetcher_keys import FetcherKeySource, SecretKeys, StaticKeys
 from jobhooks.ingest.inbound import InboundMessage
-from jobhooks.ingest.ports import DeliveryTasks, EventClaims, Quarantine, SubscriptionMatcher
+from jobhooks.ingest.ports import (
+    DeliveryTasks,
+    EventClaims,
+    OutcomeRecorder,
+    Quarantine,
+    SubscriptionMatcher,
+)
 from jobhooks.ingest.quarantine import QuarantineStore
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.telemetry import IngestTelemetry
@@ -120,11 +132,13 @@ class IngestService:
         telemetry: IngestTelemetry | None = None,
         clock: Callable[[], datetime] = utc_now,
         busy_records: BusyRecords | None = None,
+        analytics: OutcomeRecorder | None = None,
     ) -> None:
         """`policy` gives the freshness and legacy rules; its keys are replaced by `keys`.
 
         `subscriptions` may cache (the hot path); `current_subscriptions`, used for an
         operator's re-fan-out or replay, must not: a subscription added a moment ago counts.
+        `analytics` writes each accepted event's row; None: analytics is off.
         """
         self.claims = claims
         self.quarantine = quarantine
@@ -138,6 +152,7 @@ class IngestService:
         self.telemetry = telemetry or IngestTelemetry()
         self._clock = clock
         self.busy_records = busy_records
+        self.analytics = analytics
 
     # -- the ingest path -------------------------------------------------------------------
 
@@ -198,7 +213,8 @@ class IngestService:
             self.telemetry.claim_taken_over(claim)
 
         try:
-            payload = webhook_payload(event, release=self.producer_release)
+            webhook = to_webhook(event, release=self.producer_release)
+            payload = webhook_json(webhook)
             tasks = delivery_tasks_for(
                 event_id=event.event_id,
                 tenant_id=event.tenant_id,
@@ -208,6 +224,7 @@ class IngestService:
             )
             if tasks:
                 self.deliveries.enqueue(event.event_id, tasks)
+            self._record_outcome(event.event_id, webhook.data)
             record = self.claims.complete(
                 claim,
                 matched=len(tasks),
@@ -325,6 +342,15 @@ class IngestService:
         # freshness: a maximum age of 0 turns the stale check off (the future check stays).
         return replace(policy, max_age_seconds=0) if allow_stale else policy
 
+    def _record_outcome(self, event_id: str, outcome: Outcome) -> None:
+        if self.analytics is None:
+            return
+        try:
+            self.analytics.record([outcome])
+        except AnalyticsError as error:
+            self.telemetry.analytics_write_failed(event_id, error)
+            raise
+
     def _lease_ms(self, remaining_ms: int | None) -> int:
         if remaining_ms is None:
             return self.max_lease_ms
@@ -352,6 +378,7 @@ def build_ingest_service(
     import boto3
     from botocore.config import Config
 
+    from jobhooks.analytics.recorder import build_analytics_recorder
     from jobhooks.subscriptions.store import SubscriptionStore
 
     make_client = session.client if session is not None else boto3.client
@@ -403,6 +430,7 @@ def build_ingest_service(
             if settings.ingest_queue_url
             else None
         ),
+        analytics=build_analytics_recorder(settings, session=session),
     )
 
 

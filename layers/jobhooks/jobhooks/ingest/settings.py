@@ -1,20 +1,21 @@
 """The ingest function's configuration: one model, read once from `JOBHOOKS_*` at start.
 
 docs/architecture.md ("Environment") lists every variable; docs/ingest.md says what each one
-changes.
+changes; the analytics sink's (`AnalyticsSinkSettings`) are in docs/analytics.md.
 """
 
 from __future__ import annotations
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from jobhooks.analytics.settings import AnalyticsSinkSettings
 from jobhooks.ingest.claim_retention import claim_retention_seconds
 from jobhooks.settings import VerificationSettings
 
 SECONDS_PER_DAY = 86_400
 
 
-class IngestSettings(VerificationSettings):
+class IngestSettings(VerificationSettings, AnalyticsSinkSettings):
     claims_table: str = Field(min_length=1)
     subscriptions_table: str = Field(min_length=1)
     quarantine_table: str = Field(min_length=1)

@@ -7,7 +7,8 @@ rejection details are, as they name a rule and a header, never a secret.
 
 Metrics (namespace from `POWERTOOLS_METRICS_NAMESPACE`, dimension `service`): Received,
 Accepted, Rejected (also per `reason`: 12 bounded values, one per `Reason`), Duplicates,
-DeliveriesEnqueued, Unmatched.
+DeliveriesEnqueued, Unmatched, AnalyticsWriteFailed (an accepted event whose analytics row the
+sink did not take: the record is retried).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ REJECTED: Final = "Rejected"
 DUPLICATES: Final = "Duplicates"
 DELIVERIES_ENQUEUED: Final = "DeliveriesEnqueued"
 UNMATCHED: Final = "Unmatched"
+ANALYTICS_WRITE_FAILED: Final = "AnalyticsWriteFailed"
 
 
 class IngestTelemetry:
@@ -99,6 +101,19 @@ class IngestTelemetry:
             extra={"event_id": event_id, "error": str(error), "claim_released": released},
         )
 
+    def analytics_write_failed(self, event_id: str, error: Exception) -> None:
+        # An error, not a warning: rows stop while it lasts, and the records pile up towards
+        # the ingest DLQ (docs/analytics.md, "When a row cannot be written").
+        self.logger.error(
+            "the analytics row was not written; the record will be retried (its deliveries "
+            "are enqueued)",
+            extra={
+                "event_id": event_id,
+                "code": getattr(error, "code", type(error).__name__),
+                "error": str(error),
+            },
+        )
+
     def keys_refreshed(self) -> None:
         self.logger.info("the Fetcher keys changed in Secrets Manager; verified again")
 
@@ -150,6 +165,10 @@ class PowertoolsTelemetry(IngestTelemetry):
         self._count(DELIVERIES_ENQUEUED, record.matched or 0)
         if not record.matched:
             self._count(UNMATCHED)
+
+    def analytics_write_failed(self, event_id: str, error: Exception) -> None:
+        super().analytics_write_failed(event_id, error)
+        self._count(ANALYTICS_WRITE_FAILED)
 
     def _count(self, name: str, value: float = 1) -> None:
         if _metrics_disabled():

@@ -222,6 +222,11 @@ def api_error_for(error: BaseException) -> ApiError:
     if isinstance(error, IngestError):
         status, field = _INGEST_STATUSES.get(type(error), (HTTPStatus.INTERNAL_SERVER_ERROR, None))
         return ApiError(status, error.code, with_field(field, error.message), field)
+    own_status = getattr(error, "status", None)
+    if isinstance(error, JobhooksError) and isinstance(own_status, int):
+        # Errors that carry their own answer (`code`, `status`, `field`), as analytics' do.
+        own_field = getattr(error, "field", None)
+        return ApiError(own_status, error.code, with_field(own_field, error.message), own_field)
     if isinstance(error, ConfigurationError):
         return ApiError(
             HTTPStatus.SERVICE_UNAVAILABLE,

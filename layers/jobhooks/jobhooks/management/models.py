@@ -11,7 +11,7 @@ the create and rotate operations return.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Final
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +35,11 @@ QUARANTINE_ID_PATTERN: Final = r"^q_[0-9a-f]{32}$"
 # A `ce-id` (fetcher.job.<status>.<job id>): the characters that are safe in a path segment.
 EVENT_ID_PATTERN: Final = r"^[A-Za-z0-9._~:@+=-]{1,512}$"
 CURSOR_MAX_LENGTH: Final = 2048
+# The names of the reviewed questions (`jobhooks.analytics.questions`), and Athena's query ids.
+QUESTION_NAME_PATTERN: Final = r"^[a-z][a-z0-9_]{0,63}$"
+QUERY_ID_PATTERN: Final = r"^[A-Za-z0-9_-]{1,128}$"
+# An ISO 8601 date or time: longer texts are refused before they are parsed.
+WINDOW_BOUND_MAX_LENGTH: Final = 40
 DEFAULT_PAGE_SIZE: Final = 50
 MAX_PAGE_SIZE: Final = 100
 TEST_EVENT_TYPE: Final = "jobhooks.test"
@@ -355,3 +360,54 @@ class RedriveResult(BaseModel):
         description="messages still parked after this call (resend); call again to go on",
     )
     task_handle: str | None = Field(default=None, description="the SQS move task (move_task)")
+
+
+# -- analytics -------------------------------------------------------------------------------
+
+
+class AnalyticsQuestion(BaseModel):
+    name: str = Field(description="pass it to GET /v1/analytics/questions/{name}")
+    question: str = Field(description="what it answers")
+    grain: str = Field(description="what one row of the answer is")
+    window: str = Field(description="which outcomes the window holds")
+    unmeasured: str = Field(description="how values the events could not supply are left out")
+
+
+class AnalyticsQuestionList(BaseModel):
+    questions: list[AnalyticsQuestion]
+
+
+class _AnalyticsWindow(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    engine: str = Field(description="athena (a deployed stack) or duckdb (jobhooks dev)")
+    window_from: Timestamp = Field(alias="from", description="the window's start (inclusive)")
+    window_to: Timestamp = Field(alias="to", description="the window's end (exclusive)")
+
+
+class AnalyticsAnswer(_AnalyticsWindow):
+    """A question's answer: `rows` are lists of values in `columns` order."""
+
+    question: str
+    columns: list[str]
+    rows: list[list[Any]]
+    note: str | None = Field(
+        description="says when the window holds no outcome, or nothing measured for the question"
+    )
+
+
+class AnalyticsRows(_AnalyticsWindow):
+    """The deduplicated table: one object per event_id, every column, by timestamp_utc."""
+
+    rows: list[dict[str, Any]]
+    truncated: bool = Field(description="true when the window held more than the rows listed")
+
+
+class PendingAnalyticsQuery(_AnalyticsWindow):
+    """Athena is still running the query: poll GET /v1/analytics/queries/{query_id}."""
+
+    question: str = Field(description="the question, or `rows` for the rows listing")
+    status: Literal["running"]
+    query_id: str
+    state: str = Field(description="Athena's state: QUEUED or RUNNING")
+    scanned_bytes: int = Field(description="bytes Athena has scanned so far")

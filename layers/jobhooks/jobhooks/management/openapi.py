@@ -23,7 +23,10 @@ from jobhooks.management.models import (
     EVENT_ID_PATTERN,
     MAX_PAGE_SIZE,
     QUARANTINE_ID_PATTERN,
+    QUERY_ID_PATTERN,
+    QUESTION_NAME_PATTERN,
     SUBSCRIPTION_ID_PATTERN,
+    WINDOW_BOUND_MAX_LENGTH,
     CreateSubscriptionRequest,
     DeadLetterQueue,
     ErrorBody,
@@ -38,9 +41,10 @@ TITLE: Final = "jobhooks management API"
 DESCRIPTION: Final = (
     "Register webhook subscriptions for a tenant's Fetcher job events, rotate their signing "
     "secrets, send test webhooks, read delivery attempts, and replay deliveries, events, "
-    "quarantined messages and dead-letter queues. Every /v1 request is signed with AWS "
-    "Signature Version 4 (IAM, service execute-api); an IAM caller that a grant binds to "
-    "tenants acts for those tenants only. The tenant portal's routes (/portal/...) take a "
+    "quarantined messages and dead-letter queues; operators also read the analytics table "
+    "(every tenant's outcomes) through its reviewed questions. Every /v1 request is signed "
+    "with AWS Signature Version 4 (IAM, service execute-api); an IAM caller that a grant binds "
+    "to tenants acts for those tenants only. The tenant portal's routes (/portal/...) take a "
     'session cookie instead. Errors are `{"error": {"code", "message", "field"}}`. '
     "docs/api.md has examples."
 )
@@ -93,6 +97,36 @@ CursorQuery = Annotated[
         min_length=1,
         max_length=CURSOR_MAX_LENGTH,
         description="`next_cursor` of the previous page",
+    ),
+]
+
+QuestionNamePath = Annotated[
+    str,
+    Path(
+        pattern=QUESTION_NAME_PATTERN,
+        description="a reviewed question (GET /v1/analytics/questions lists them)",
+    ),
+]
+QueryIdPath = Annotated[
+    str, Path(pattern=QUERY_ID_PATTERN, description="the query_id of a 202 answer")
+]
+WindowFromQuery = Annotated[
+    str | None,
+    Query(
+        alias="from",
+        min_length=1,
+        max_length=WINDOW_BOUND_MAX_LENGTH,
+        description="the window's start, inclusive: an ISO 8601 date or time, UTC when no zone "
+        "is given (default: 7 days before `to`)",
+    ),
+]
+WindowToQuery = Annotated[
+    str | None,
+    Query(
+        alias="to",
+        min_length=1,
+        max_length=WINDOW_BOUND_MAX_LENGTH,
+        description="the window's end, exclusive (default: now)",
     ),
 ]
 

@@ -5,6 +5,8 @@
     events          /v1/events...: replay one event, events no subscription wanted
     quarantine      /v1/quarantine...: rejected messages, replay after fixing the cause
     dlq             /v1/dlq...: what is parked in the dead-letter queues, redrive
+    analytics       /v1/analytics...: the analytics table's reviewed questions and rows
+                    (operators only: the table spans every tenant)
     grants          /v1/grants...: which IAM callers are bound to which tenants (operators)
     portal          /v1/portal/...: portal links and revocations (operators); /portal...: the
                     tenant portal's page, its link-for-session exchange and its API

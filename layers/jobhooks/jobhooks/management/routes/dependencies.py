@@ -10,9 +10,8 @@
   context; its writes must carry the portal's own header (`X-Jobhooks-Portal`), which a page of
   another site cannot send without a CORS preflight this API never grants.
 
-- `analytics_engine` and `pseudonymizer`: the analytics query engine (Athena on AWS; None
-  without an analytics table) and the pseudonymizer of the table's ids. `jobhooks dev`'s local
-  API server replaces the engine with DuckDB, which never ships in the Lambda layer.
+- `portal_analytics_engine` and `pseudonymizer`: the analytics query engine of the portal's
+  chart (None without an analytics table) and the pseudonymizer of the table's ids.
 
 Tests replace the contexts and the engine with the resolver's `dependency_overrides`, keyed by
 these functions; nothing is patched.
@@ -92,26 +91,17 @@ def link_pass(request: Request) -> PortalPass:
 Link = Annotated[PortalPass, Depends(link_pass)]
 
 
-def analytics_engine() -> Any:
-    """The engine that answers analytics questions here: Athena when this deployment has an
-    analytics workgroup, else None (the local API server provides DuckDB instead)."""
+def portal_analytics_engine() -> Any:
+    """The analytics engine (`routes.analytics.analytics_engine`: Athena on AWS, the registered
+    local back end on `jobhooks dev`), or None when this deployment keeps no analytics table:
+    the portal then says so instead of failing."""
     from jobhooks.analytics.settings import AnalyticsQuerySettings
+    from jobhooks.management.routes.analytics import analytics_engine
 
     settings = AnalyticsQuerySettings.from_env()
-    if not settings.analytics_workgroup:
+    if not (settings.analytics_workgroup or settings.analytics_dir):
         return None
-    return _athena_engine(settings)
-
-
-@functools.lru_cache(maxsize=2)
-def _athena_engine(settings: Any) -> Any:
-    from jobhooks.analytics.athena import build_athena_engine
-
-    return build_athena_engine(
-        workgroup=settings.analytics_workgroup,
-        database=settings.analytics_database,
-        default_wait_seconds=settings.analytics_query_wait_seconds,
-    )
+    return analytics_engine()
 
 
 def pseudonymizer() -> Any:
@@ -128,7 +118,7 @@ def _pseudonymizer(settings: Any) -> Any:
     return build_pseudonymizer(settings)
 
 
-AnalyticsEngine = Annotated[Any, Depends(analytics_engine)]
+AnalyticsEngine = Annotated[Any, Depends(portal_analytics_engine)]
 Pseudonyms = Annotated[Any, Depends(pseudonymizer)]
 
 

@@ -1,0 +1,207 @@
+"""The ingest function writes the analytics rows: through a real Firehose stream (moto's server,
+delivering to S3), driven by the local SQS event source as Lambda would drive it.
+
+Faults are injected into the handler's own Firehose client (`Faults`, botocore's `before-call`),
+where a throttled or failing PutRecordBatch surfaces in production.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from jobhooks.analytics.columns import COLUMN_NAMES, record_problems
+from jobhooks.analytics.exceptions import AnalyticsWriteError
+from jobhooks.inbound.envelope import ForwardedMessage
+from jobhooks.ingest import IngestOutcome, IngestSettings, build_ingest_service
+from jobhooks.management.exceptions import api_error_for
+from jobhooks_tools.local.moto_server import MotoServer
+from jobhooks_tools.local.template import LocalResources
+from jobhooks_tools.sample_events import demo_key, make_job_event, re_emit
+
+from tests.integration.test_ingest import (
+    NEW_KEY,
+    Bridge,
+    event_for,
+    event_id_of,
+    open_bridge,
+    provisioned_stack,
+)
+
+PREFIX = "background_job_completed/"
+
+
+@pytest.fixture(scope="module")
+def ingest_stack(moto_server: MotoServer) -> Iterator[LocalResources]:
+    with provisioned_stack(moto_server) as stack:
+        yield stack
+
+
+@pytest.fixture
+def bridge(
+    ingest_stack: LocalResources, moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Bridge]:
+    with open_bridge(ingest_stack, moto_server, monkeypatch) as opened:
+        yield opened
+
+
+class Stream:
+    """A Firehose DirectPut stream of this test, delivering to a bucket of its own."""
+
+    def __init__(self) -> None:
+        suffix = uuid.uuid4().hex[:8]
+        self.name, self.bucket = f"analytics-{suffix}", f"analytics-rows-{suffix}"
+        session = boto3.session.Session()
+        self._s3 = session.client("s3")
+        self._s3.create_bucket(Bucket=self.bucket)
+        session.client("firehose").create_delivery_stream(
+            DeliveryStreamName=self.name,
+            DeliveryStreamType="DirectPut",
+            ExtendedS3DestinationConfiguration={
+                "BucketARN": f"arn:aws:s3:::{self.bucket}",
+                "RoleARN": "arn:aws:iam::123456789012:role/firehose",
+                "Prefix": PREFIX,
+            },
+        )
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row written, oldest object first."""
+        listed = self._s3.list_objects_v2(Bucket=self.bucket, Prefix=PREFIX).get("Contents", [])
+        rows: list[dict[str, Any]] = []
+        for item in sorted(listed, key=lambda item: (item["LastModified"], item["Key"])):
+            body = self._s3.get_object(Bucket=self.bucket, Key=item["Key"])["Body"].read()
+            rows += [json.loads(line) for line in body.decode().splitlines()]
+        return rows
+
+
+@pytest.fixture
+def stream(bridge: Bridge) -> Stream:
+    created = Stream()
+    bridge.configure(JOBHOOKS_ANALYTICS_STREAM=created.name)
+    return created
+
+
+def test_every_verified_deduplicated_event_is_one_row_matched_or_not(
+    bridge: Bridge, stream: Stream
+) -> None:
+    bridge.subscribe("acme")
+    now = int(time.time())
+    delivered = event_for(timestamp=now - 60)
+    unmatched = event_for("initech", status="failed", timestamp=now - 30)
+    bridge.send(delivered, unmatched)
+    bridge.run()
+    # A repairer re-emission of a done event, and a message no key verifies.
+    bridge.send(
+        re_emit(delivered, demo_key(), timestamp=now), make_job_event(NEW_KEY, tenant_id="acme")
+    )
+    stats = bridge.run()
+
+    assert (stats.succeeded, stats.failed) == (2, 0)
+    assert len(bridge.take_deliveries()) == 1
+    assert len(bridge.quarantined()) == 1
+    rows = stream.rows()
+    assert sorted(row["event_id"] for row in rows) == sorted(
+        [event_id_of(delivered), event_id_of(unmatched)]
+    )
+    for row in rows:
+        assert list(row) == list(COLUMN_NAMES) and record_problems(row) == []
+    by_status = {row["status"]: row for row in rows}
+    assert (by_status["success"]["account_id"], by_status["failure"]["account_id"]) == (
+        "acme",
+        "initech",
+    )
+
+
+def test_a_failed_firehose_put_retries_the_record_and_loses_neither_the_row_nor_a_webhook(
+    bridge: Bridge, stream: Stream
+) -> None:
+    bridge.subscribe("acme")
+    bridge.retry_quickly(lease_seconds=60)  # the claim is released: no lease to wait for
+    bridge.faults.fail("PutRecordBatch", code="ServiceUnavailableException")
+    event = event_for()
+    bridge.send(event)
+    poller = bridge.poller()
+
+    first = poller.run_once()
+
+    assert first.failed == 1
+    assert bridge.claim_item(event_id_of(event)) is None  # released for the retry
+    (webhook,) = bridge.take_deliveries()  # on its way before the row was attempted
+    assert stream.rows() == []
+
+    retried = poller.run_until_idle(20, include_in_flight=True)
+
+    assert (retried.succeeded, retried.failed) == (1, 0)
+    (row,) = stream.rows()
+    assert row["event_id"] == event_id_of(event)
+    # The retry sends the same delivery again: deliver skips it once it has succeeded.
+    (again,) = bridge.take_deliveries()
+    assert (again.delivery_id, again.payload) == (webhook.delivery_id, webhook.payload)
+    assert bridge.claim_item(event_id_of(event))["state"] == "done"  # type: ignore[index]
+
+
+def test_a_stream_that_stays_down_parks_the_record_in_the_ingest_dlq(
+    bridge: Bridge, stream: Stream
+) -> None:
+    bridge.retry_quickly(lease_seconds=60)
+    bridge.faults.fail("PutRecordBatch", code="ServiceUnavailableException", times=100)
+    event = event_for("initech")
+    bridge.send(event)
+
+    bridge.run(max_seconds=30)
+
+    assert stream.rows() == []
+    dlq = bridge.stack.queue_url("IngestDeadLetterQueue")
+    (parked,) = bridge.peek(dlq)
+    # Kept whole: `jobhooks dlq redrive` brings it back once the stream works again.
+    assert ForwardedMessage.from_json(parked["Body"]).body == event.body
+    assert bridge.claim_item(event_id_of(event)) is None
+
+
+def test_a_quarantine_replay_writes_the_row_and_a_re_fan_out_does_not(
+    bridge: Bridge, stream: Stream
+) -> None:
+    bridge.subscribe("acme")
+    event = make_job_event(NEW_KEY, tenant_id="acme")
+    bridge.send(event)
+    bridge.run()
+    (kept,) = bridge.quarantined()
+    assert stream.rows() == []
+    bridge.put_fetcher_keys(demo_key(), NEW_KEY)
+    # Built as the API function builds it, from the same settings as the ingest function.
+    management = build_ingest_service(IngestSettings.from_env(), session=bridge.session)
+
+    replayed = management.reingest(kept["quarantine_id"])
+
+    assert replayed.outcome is IngestOutcome.ACCEPTED
+    assert [row["event_id"] for row in stream.rows()] == [event_id_of(event)]
+    management.refan_out(event_id_of(event), replay=True)
+    assert len(stream.rows()) == 1
+
+
+def test_a_replay_whose_row_cannot_be_written_stays_quarantined_and_can_be_asked_again(
+    bridge: Bridge, stream: Stream
+) -> None:
+    event = make_job_event(NEW_KEY, tenant_id="acme")
+    bridge.send(event)
+    bridge.run()
+    (kept,) = bridge.quarantined()
+    bridge.put_fetcher_keys(demo_key(), NEW_KEY)
+    # On boto3's default session, where the faults are: as the API function builds it.
+    management = build_ingest_service(IngestSettings.from_env())
+    bridge.faults.fail("PutRecordBatch", code="ServiceUnavailableException")
+
+    with pytest.raises(AnalyticsWriteError) as failed:
+        management.reingest(kept["quarantine_id"])
+
+    # The API answers it as 503 analytics_write_failed: nothing is marked, nothing is held.
+    assert api_error_for(failed.value).status == 503
+    assert bridge.quarantined()[0]["status"] == "quarantined"
+    assert bridge.claim_item(event_id_of(event)) is None
+    assert management.reingest(kept["quarantine_id"]).outcome is IngestOutcome.ACCEPTED
+    assert [row["event_id"] for row in stream.rows()] == [event_id_of(event)]
