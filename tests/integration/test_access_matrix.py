@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,10 +73,15 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture
 def world(
-    stack: LocalResources, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+    stack: LocalResources,
+    monkeypatch: pytest.MonkeyPatch,
+    receiver: Receiver,
+    tmp_path: Path,
 ) -> Iterator[World]:
     monkeypatch.setenv("JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS", "true")
     monkeypatch.setenv("JOBHOOKS_RETRY_SCHEDULE", "0")
+    # The analytics table on local files (the ingest function writes the events' rows there).
+    monkeypatch.setenv("JOBHOOKS_ANALYTICS_DIR", str(tmp_path / "analytics"))
     bridge = Bridge.start(stack)
     api = InProcessApi()
     with use_context(api.module, allow_private_webhooks=True):
@@ -189,6 +195,18 @@ V1_ROUTES = {
         "POST", lambda w: "/v1/portal/links", lambda w: {"tenant_id": "acme"},
         (201, 403, 403, 403),
     ),
+    "list_analytics_questions": Route(
+        "GET", lambda w: "/v1/analytics/questions", None, OPERATORS_ONLY
+    ),
+    "answer_analytics_question": Route(
+        "GET", lambda w: "/v1/analytics/questions/failure_rate_by_job", None, OPERATORS_ONLY
+    ),
+    "get_analytics_query": Route(
+        # DuckDB answers at once and keeps no query: an operator gets not found, the others 403.
+        "GET", lambda w: "/v1/analytics/queries/00000000-0000-4000-8000-000000000000", None,
+        (404, 403, 403, 403),
+    ),
+    "list_analytics_rows": Route("GET", lambda w: "/v1/analytics/rows", None, OPERATORS_ONLY),
     "revoke_portal_access": Route(
         "POST", lambda w: "/v1/portal/revocations",
         lambda w: {"session_id": "ses_" + "0" * 32}, OPERATORS_ONLY,

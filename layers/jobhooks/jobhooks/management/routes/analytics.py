@@ -4,9 +4,10 @@ The table spans every tenant, so these routes are for operators only: a caller a
 tenants gets 403 `operator_only` (the `Operator` dependency; docs/api.md, "Who may call"). The
 tenant portal charts one tenant's outcomes through its own route instead.
 
-Athena can take longer than API Gateway's 30 s: a route waits for the engine at most `JOBHOOKS_ANALYTICS_QUERY_WAIT_SECONDS`
-(and never into the last seconds of the function's own 15 s), then answers 202 with the query
-id, which `GET /v1/analytics/queries/{query_id}` polls. DuckDB (`jobhooks dev`) answers at once.
+Athena can take longer than API Gateway's 30 s: a route waits for the engine at most
+`JOBHOOKS_ANALYTICS_QUERY_WAIT_SECONDS` (and never into the last seconds of the function's own
+15 s), then answers 202 with the query id, which `GET /v1/analytics/queries/{query_id}` polls.
+DuckDB (`jobhooks dev`) answers at once.
 
 The engine is built on the first analytics request, not when the module is imported: the other
 routes never pay for it (`analytics_engine`, which tests replace through the resolver's
