@@ -187,6 +187,22 @@ class GrantsInMemory:
 
 
 @contextlib.contextmanager
+def grants_from_memory(
+    module: ModuleType, grants: Sequence[StoredGrant] = ()
+) -> Iterator[GrantsInMemory]:
+    """The API reads its grants from memory while the block runs: for tests without the stack's
+    access table (the API reads the grants before every IAM request)."""
+    held = GrantsInMemory(grants)
+    offline = PortalContext(PortalSettings(), held, None)  # type: ignore[arg-type]
+    overrides = module.app.dependency_overrides
+    overrides[portal_context] = lambda: offline
+    try:
+        yield held
+    finally:
+        overrides.pop(portal_context, None)
+
+
+@contextlib.contextmanager
 def use_context(
     module: ModuleType,
     *,
