@@ -129,12 +129,25 @@ def fresh_link_token(tenant: str = "acme") -> str:
     return get_portal_context(PortalSettings.from_env()).sessions.issue_link(tenant).token
 
 
+_SHARED_SESSIONS: dict[str, str] = {}
+
+
 def portal_credentials(operation: dict[str, Any]) -> dict[str, str]:
-    """The headers a portal operation of the OpenAPI document needs: a fresh session (or link)
-    for every request, so that one request signing out does not refuse the next."""
+    """The headers a portal operation of the OpenAPI document needs: a session shared by the
+    operations of this stack, a fresh one for signing out (it ends its session), a fresh link
+    for the exchange (a link opens one session)."""
+    import os
+
     security = operation.get("security") or []
     if {"portalSession": []} in security:
-        return {"Cookie": f"{SESSION_COOKIE}={fresh_session_token()}", "X-Jobhooks-Portal": "1"}
+        if operation.get("operationId") == "close_portal_session":
+            token = fresh_session_token()
+        else:
+            stack = os.environ["JOBHOOKS_PORTAL_KEY_SECRET_ARN"]  # a new stack, a new secret
+            token = _SHARED_SESSIONS.get(stack) or _SHARED_SESSIONS.setdefault(
+                stack, fresh_session_token()
+            )
+        return {"Cookie": f"{SESSION_COOKIE}={token}", "X-Jobhooks-Portal": "1"}
     if {"portalLink": []} in security:
         return {"X-Jobhooks-Portal-Link": fresh_link_token(), "X-Jobhooks-Portal": "1"}
     return {}
