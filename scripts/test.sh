@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set everything up and run every check: lint, types, template checks, the test suite.
-# Installs what the tests need (the virtualenv, Debian's rabbitmq-server when absent); the
-# suite itself starts moto's server and a private RabbitMQ node on free ports.
+# Installs what the tests need (the virtualenv, Debian's rabbitmq-server, chromium and
+# chromium-driver when absent); the suite itself starts moto's server, a private RabbitMQ node
+# and headless Chromium on free ports.
 #   scripts/test.sh                 everything
 #   scripts/test.sh tests/unit -x   only pytest, with these arguments
 set -euo pipefail
@@ -9,6 +10,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 source scripts/bootstrap.sh
 if [ -x scripts/ensure-rabbitmq.sh ]; then scripts/ensure-rabbitmq.sh; fi
+if [ -x scripts/ensure-chromium.sh ]; then scripts/ensure-chromium.sh; fi
 
 if [ "$#" -gt 0 ]; then exec .venv/bin/pytest "$@"; fi
 

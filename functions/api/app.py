@@ -1,10 +1,14 @@
-"""Management API function: subscriptions, deliveries, quarantine, dead-letter queues, analytics.
+"""Management API function: subscriptions, deliveries, quarantine, dead-letter queues,
+analytics, grants and the tenant portal.
 
-Wiring only: the resolver, its error handlers, the request-body guard and the handler. The
-routes are Powertools `Router`s, one module per resource in `jobhooks.management.routes`, each
-route one call into `jobhooks.management` (docs/api.md). API Gateway authorizes every request
-with IAM (SigV4) before it gets here. Request bodies and answers are never logged: a create or
-rotate answer carries a signing secret.
+Wiring only: the resolver, its error handlers, the caller gate, the request-body guard and the
+handler. The routes are Powertools `Router`s, one module per resource in
+`jobhooks.management.routes`, each route one call into `jobhooks.management` or
+`jobhooks.portal` (docs/api.md). API Gateway authorizes every /v1 request with IAM (SigV4) and
+every portal API request with the portal authorizer before it gets here; `gate_request` refuses
+one that arrives without that identity all the same. Request bodies, answers and events are
+never logged: a create or rotate answer carries a signing secret, a portal request a session
+cookie or a link.
 """
 
 from __future__ import annotations
@@ -35,10 +39,14 @@ from jobhooks.management.routes import (
     deliveries,
     dlq,
     events,
+    grants,
+    portal,
     quarantine,
     subscriptions,
 )
 from jobhooks.management.routes.dependencies import management_context
+from jobhooks.portal.callers import gate_request
+from jobhooks.portal.pages import is_portal_path, portal_headers
 
 __all__ = ["app", "handler", "management_context", "openapi_json"]
 
@@ -52,6 +60,8 @@ app.include_router(events.router)
 app.include_router(quarantine.router)
 app.include_router(dlq.router)
 app.include_router(analytics.router)
+app.include_router(grants.router)
+app.include_router(portal.router)
 
 # -- errors ----------------------------------------------------------------------------------
 
@@ -120,11 +130,38 @@ def openapi_json() -> str:
     return app.get_openapi_json_schema(**document_metadata())
 
 
+def refuse_caller(event: dict[str, Any], answer: ApiError) -> dict[str, Any]:
+    """A request without the identity its route needs (`gate_request`): never routed."""
+    http = (event.get("requestContext") or {}).get("http") or {}
+    logger.warning(
+        "request without the caller identity its route needs",
+        extra={"code": answer.code, "path": str(http.get("path", ""))[:200]},
+    )
+    return {
+        "statusCode": answer.status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": json.dumps(answer.body(), separators=(",", ":")),
+        "isBase64Encoded": False,
+    }
+
+
+# log_event=False whatever POWERTOOLS_LOGGER_LOG_EVENT says: events carry portal session
+# cookies, link tokens and signing secrets in request bodies.
 @logger.inject_lambda_context(
-    correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
+    correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True, log_event=False
 )
 @metrics.log_metrics(raise_on_empty_metrics=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    path = str(((event.get("requestContext") or {}).get("http") or {}).get("path", ""))
+    answered = route_request(event, context)
+    # The portal's page, assets and API answers carry its security and cache headers.
+    return portal_headers(path, answered) if is_portal_path(path) else answered
+
+
+def route_request(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    refused = gate_request(event)
+    if refused is not None:
+        return refuse_caller(event, api_error_for(refused))
     # The body is read here, before routing: the Event Handler's own parsing lets invalid
     # UTF-8, deep nesting and unknown media types escape as 500s.
     try:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -88,6 +89,19 @@ def dev_amqp_url(rabbitmq: RabbitMQBroker) -> str:
     return rabbitmq.add_vhost(f"dev-{uuid.uuid4().hex[:8]}")
 
 
+def open_portal_link(api: str, token: str) -> dict[str, object]:
+    """What the portal page does with its link: exchange it for a session."""
+    request = urllib.request.Request(
+        f"{api}/portal/session",
+        headers={"X-Jobhooks-Portal-Link": token, "X-Jobhooks-Portal": "1"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=15) as answer:
+        assert "__Host-jobhooks-portal=" in answer.headers["Set-Cookie"]
+        document: dict[str, object] = json.loads(answer.read())
+    return document
+
+
 def test_demo_shows_delivery_dedup_and_quarantine_then_ctrl_c_stops_everything(
     dev_amqp_url: str, tmp_path: Path
 ) -> None:
@@ -97,6 +111,10 @@ def test_demo_shows_delivery_dedup_and_quarantine_then_ctrl_c_stops_everything(
         aws = dev.wait_for(r"local AWS\s+(http://\S+)").group(1)
         api = dev.wait_for(r"export JOBHOOKS_API_URL=(\S+) JOBHOOKS_API_AUTH=none").group(1)
         dev.wait_for(r"Fetcher key\s+[0-9a-f]{64}")
+        portal = dev.wait_for(r"tenant portal\s+(http://\S+/portal#t=(\S+)) \(tenant acme;")
+        assert portal.group(1).startswith(api + "/portal#t=v1.")
+        opened = open_portal_link(api, portal.group(2))
+        assert opened["tenant_id"] == "acme", opened
         dev.wait_for(r"receiver\s+verified\s+job\.completed .* signature ok")
         dev.wait_for(r"receiver\s+verified\s+job\.failed .* signature ok")
         dev.wait_for(r"ingest\s+duplicate")

@@ -135,7 +135,13 @@ def test_queue_visibility_is_at_least_six_times_the_consumer_timeout(
 
 def test_function_timeouts(template: dict[str, Any]) -> None:
     timeouts = {f: function_setting(template, f, "Timeout") for f in resources(template, FUNCTION)}
-    assert timeouts == {"IngestFunction": 30, "DeliverFunction": 60, "ApiFunction": 15}
+    assert timeouts == {
+        "IngestFunction": 30,
+        "DeliverFunction": 60,
+        "ApiFunction": 15,
+        # API Gateway waits at most 10 s for an authorizer.
+        "AuthorizerFunction": 5,
+    }
 
 
 def test_every_work_queue_redrives_to_a_dead_letter_queue_that_accepts_only_it(

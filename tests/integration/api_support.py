@@ -1,7 +1,10 @@
 """What the management API and CLI tests share.
 
 - `InProcessApi` calls the API function's handler in this process with API Gateway events, as
-  `jobhooks_tools.local.api_server` does, and reads the answer back.
+  `jobhooks_tools.local.api_server` does, and reads the answer back. By default the event is an
+  IAM-authorized operator's (`OPERATOR_ARN`), as API Gateway hands it over; `caller_arn=`
+  makes it another principal's, `caller_arn=None` carries no identity, and `gateway=` routes
+  and authorizes it as template.yaml's HttpApi does (the portal authorizer function included).
 - `use_context` builds a `ManagementContext` over the `stack` fixture's moto resources with an
   injected DNS resolver and clock, and hands it to the API through the Event Handler's
   `dependency_overrides` (no patching).
@@ -29,11 +32,17 @@ from typing import Any
 from urllib.parse import urlencode
 
 from jobhooks.management.context import ManagementContext, build_management_context
+from jobhooks.management.routes.dependencies import portal_context
 from jobhooks.management.settings import ManagementSettings
+from jobhooks.portal.access_store import StoredGrant
+from jobhooks.portal.context import PortalContext
+from jobhooks.portal.settings import PortalSettings
 from jobhooks_tools.local.api_server import api_gateway_event, load_api_module, normalize_answer
 from jobhooks_tools.local.event_source import LambdaContext
+from jobhooks_tools.local.gateway import LOCAL_OPERATOR_ARN, Denied, LocalGateway, iam_context
 
 ROOT = Path(__file__).resolve().parents[2]
+OPERATOR_ARN = LOCAL_OPERATOR_ARN
 # A public address (TEST-NET ranges would be refused): names resolve here, and nothing in the
 # tests ever connects to it; test sends go to loopback receivers only.
 PUBLIC_ADDRESS = "93.184.215.14"
@@ -94,8 +103,16 @@ class ApiAnswer:
 class InProcessApi:
     """Calls `functions/api/app.py`'s handler with API Gateway HTTP API (2.0) events."""
 
-    def __init__(self, module: ModuleType | None = None) -> None:
+    def __init__(
+        self,
+        module: ModuleType | None = None,
+        *,
+        caller_arn: str | None = OPERATOR_ARN,
+        gateway: LocalGateway | None = None,
+    ) -> None:
         self.module = module or load_api_module()
+        self.caller_arn = caller_arn
+        self.gateway = gateway
 
     def call(
         self,
@@ -106,24 +123,39 @@ class InProcessApi:
         body: Any = None,
         raw_body: bytes | None = None,
         content_type: str | None = "application/json",
+        headers: Sequence[tuple[str, str]] = (),
+        authorizer: Mapping[str, Any] | None = None,
     ) -> ApiAnswer:
-        """One request; `content_type=None` sends no Content-Type header."""
+        """One request; `content_type=None` sends no Content-Type header; `authorizer` replaces
+        the IAM identity with that `requestContext.authorizer` (without a gateway)."""
         target = path + ("?" + urlencode(query) if query else "")
         data = raw_body if raw_body is not None else b""
         if body is not None:
             data = json.dumps(body).encode("utf-8")
-        headers = [("user-agent", "tests")]
+        sent = [("user-agent", "tests"), *headers]
         if content_type is not None:
-            headers.append(("content-type", content_type))
-        event = api_gateway_event(method, target, headers, data)
+            sent.append(("content-type", content_type))
+        event = api_gateway_event(method, target, sent, data)
+        if self.gateway is not None:
+            self.gateway.caller_arn = self.caller_arn or OPERATOR_ARN
+            routed = self.gateway.authorize(event)
+            if isinstance(routed, Denied):
+                return ApiAnswer(routed.status, dict(routed.body), json.dumps(routed.body), {})
+            event = routed
+        elif authorizer is not None:
+            event["requestContext"]["authorizer"] = dict(authorizer)
+        elif self.caller_arn is not None:
+            event["requestContext"]["authorizer"] = {"iam": iam_context(self.caller_arn)}
         answer = normalize_answer(self.module.handler(event, lambda_context()))
         text = answer.get("body") or ""
         try:
             parsed = json.loads(text) if text else None
         except ValueError:
             parsed = None
-        headers = {name.lower(): value for name, value in (answer.get("headers") or {}).items()}
-        return ApiAnswer(int(answer["statusCode"]), parsed, text, headers)
+        answered = {name.lower(): value for name, value in (answer.get("headers") or {}).items()}
+        for cookie in answer.get("cookies") or []:
+            answered["set-cookie"] = str(cookie)
+        return ApiAnswer(int(answer["statusCode"]), parsed, text, answered)
 
     def get(self, path: str, **query: Any) -> ApiAnswer:
         return self.call("GET", path, query={k: v for k, v in query.items() if v is not None})
@@ -143,6 +175,33 @@ def management_settings(**changes: Any) -> ManagementSettings:
     return ManagementSettings.from_env().model_copy(update=changes)
 
 
+class GrantsInMemory:
+    """The access table's grants, for a test whose AWS resources do not exist: `list_grants`
+    is the only read the API makes of it before routing an IAM request."""
+
+    def __init__(self, grants: Sequence[StoredGrant] = ()) -> None:
+        self.grants = list(grants)
+
+    def list_grants(self) -> list[StoredGrant]:
+        return list(self.grants)
+
+
+@contextlib.contextmanager
+def grants_from_memory(
+    module: ModuleType, grants: Sequence[StoredGrant] = ()
+) -> Iterator[GrantsInMemory]:
+    """The API reads its grants from memory while the block runs: for tests without the stack's
+    access table (the API reads the grants before every IAM request)."""
+    held = GrantsInMemory(grants)
+    offline = PortalContext(PortalSettings(), held, None)  # type: ignore[arg-type]
+    overrides = module.app.dependency_overrides
+    overrides[portal_context] = lambda: offline
+    try:
+        yield held
+    finally:
+        overrides.pop(portal_context, None)
+
+
 @contextlib.contextmanager
 def use_context(
     module: ModuleType,
@@ -151,9 +210,11 @@ def use_context(
     clock: FakeClock | None = None,
     webhook_client: Any = None,
     sqs: Any = None,
+    grants: Sequence[StoredGrant] | None = None,
     **settings: Any,
 ) -> Iterator[ManagementContext]:
-    """Serve the API (in this process) from a context built for the test."""
+    """Serve the API (in this process) from a context built for the test. `grants`: the
+    grants come from memory instead of the stack's access table (for a test without AWS)."""
     context = build_management_context(
         management_settings(**settings),
         resolver=resolver or FakeResolver(),
@@ -163,10 +224,14 @@ def use_context(
     )
     overrides = module.app.dependency_overrides
     overrides[module.management_context] = lambda: context
+    if grants is not None:
+        offline = PortalContext(PortalSettings(), GrantsInMemory(grants), None)  # type: ignore[arg-type]
+        overrides[portal_context] = lambda: offline
     try:
         yield context
     finally:
         overrides.pop(module.management_context, None)
+        overrides.pop(portal_context, None)
 
 
 # -- a webhook receiver ------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from jobhooks_tools.local.analytics.duckdb_engine import DuckDBEngine
 from jobhooks_tools.local.moto_server import MotoServer
 
 from tests.integration.analytics_fixture import EXPECTED, FETCHER, write_fixture
-from tests.integration.api_support import InProcessApi
+from tests.integration.api_support import InProcessApi, grants_from_memory
 from tests.integration.test_analytics_athena import (
     DATABASE,
     WORKGROUP,
@@ -29,8 +29,11 @@ FROM, TO = "2026-07-13", "2026-07-16"
 
 
 @pytest.fixture
-def api() -> InProcessApi:
-    return InProcessApi()
+def api() -> Iterator[InProcessApi]:
+    api = InProcessApi()
+    # No stack here: the caller is an operator because no grant binds it.
+    with grants_from_memory(api.module):
+        yield api
 
 
 @pytest.fixture

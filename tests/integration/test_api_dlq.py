@@ -65,7 +65,9 @@ def test_redrive_on_aws_starts_a_message_move_task_back_to_the_source_queue(
         {"SourceArn": DLQ_ARN, "DestinationArn": QUEUE_ARN},
     )
     api = InProcessApi()
-    with use_context(api.module, sqs=stubbed_sqs.client, dlq_redrive=RedriveMethod.MOVE_TASK):
+    with use_context(
+        api.module, grants=(), sqs=stubbed_sqs.client, dlq_redrive=RedriveMethod.MOVE_TASK
+    ):
         answer = api.post("/v1/dlq/redrive", {"queue": "delivery"})
     assert answer.status == 202, answer.text
     assert answer.body["method"] == "move_task"
@@ -81,7 +83,9 @@ def test_a_move_task_sqs_refuses_is_a_conflict(stubbed_sqs: Stubber) -> None:
         http_status_code=400,
     )
     api = InProcessApi()
-    with use_context(api.module, sqs=stubbed_sqs.client, dlq_redrive=RedriveMethod.MOVE_TASK):
+    with use_context(
+        api.module, grants=(), sqs=stubbed_sqs.client, dlq_redrive=RedriveMethod.MOVE_TASK
+    ):
         answer = api.post("/v1/dlq/redrive")
     assert answer.status == 409
     assert answer.error["code"] == "redrive_unavailable"
@@ -120,7 +124,9 @@ def test_listing_on_aws_shows_the_latest_move_task(stubbed_sqs: Stubber) -> None
         {"SourceArn": DLQ_ARN, "MaxResults": 1},
     )
     api = InProcessApi()
-    with use_context(api.module, sqs=stubbed_sqs.client, dlq_redrive=RedriveMethod.MOVE_TASK):
+    with use_context(
+        api.module, grants=(), sqs=stubbed_sqs.client, dlq_redrive=RedriveMethod.MOVE_TASK
+    ):
         answer = api.get("/v1/dlq")
     assert answer.status == 200, answer.text
     assert answer.body["move_task"] == {

@@ -32,6 +32,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.integration.api_support import InProcessApi, use_context
+from tests.integration.portal_support import portal_credentials
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_PER_OPERATION = 12
@@ -108,6 +109,25 @@ def test_document_lists_every_route_with_its_error_shape() -> None:
         "answer_analytics_question",
         "get_analytics_query",
         "list_analytics_rows",
+        "list_grants",
+        "add_grant",
+        "remove_grant",
+        "create_portal_link",
+        "revoke_portal_access",
+        "open_portal_session",
+        "show_portal_session",
+        "close_portal_session",
+        "portal_list_subscriptions",
+        "portal_create_subscription",
+        "portal_get_subscription",
+        "portal_update_subscription",
+        "portal_delete_subscription",
+        "portal_rotate_secret",
+        "portal_send_test_webhook",
+        "portal_list_deliveries",
+        "portal_get_delivery",
+        "portal_replay_delivery",
+        "portal_job_health",
     }
     for path in document["paths"].values():
         for operation in path.values():
@@ -115,6 +135,15 @@ def test_document_lists_every_route_with_its_error_shape() -> None:
                 invalid = operation["responses"][status]["content"]["application/json"]["schema"]
                 assert invalid == {"$ref": "#/components/schemas/ErrorBody"}
     assert document["security"] == [{"sigv4": []}]
+    for path, operations_of_path in document["paths"].items():
+        for operation in operations_of_path.values():
+            # The portal's API takes a session (its link exchange, a link), never SigV4.
+            if path == "/portal/session":
+                assert operation["security"] == [{"portalLink": []}]
+            elif path.startswith("/portal/"):
+                assert operation["security"] == [{"portalSession": []}], path
+            else:
+                assert "security" not in operation, path
 
 
 class NoNetwork:
@@ -150,7 +179,7 @@ def test_generated_requests_get_documented_answers_and_never_a_5xx(server: ApiSe
     )
     failures: list[str] = []
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 21
+    assert len(operations) == 40
 
     for operation in operations:
         # The document's request examples first-class, so the success paths run too.
@@ -168,7 +197,9 @@ def test_generated_requests_get_documented_answers_and_never_a_5xx(server: ApiSe
             suppress_health_check=list(HealthCheck),
         )
         def run(case: Any) -> None:
-            response = case.call(timeout=30)
+            response = case.call(
+                headers=portal_credentials(case.operation.definition.raw), timeout=30
+            )
             try:
                 case.validate_response(response, checks=checks)
             except AssertionError as error:
@@ -260,7 +291,9 @@ def send_raw_bodies(case: Any, checks: tuple[Any, ...]) -> list[str]:
         path_parameters=case.path_parameters, query=case.query, headers=case.headers
     )
     for raw in RAW_BODIES:
-        headers = {"Content-Type": raw.content_type} if raw.content_type else {}
+        headers = portal_credentials(raw_case.operation.definition.raw)
+        if raw.content_type:
+            headers["Content-Type"] = raw.content_type
         response = raw_case.call(headers=headers, data=raw.body, timeout=30)
         where = f"{raw_case.method} {raw_case.formatted_path} with {raw.name}"
         try:

@@ -16,9 +16,11 @@ import pytest
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.request_body import MAX_JSON_DEPTH
 from jobhooks_tools.local.api_server import api_gateway_event, normalize_answer
+from jobhooks_tools.local.gateway import iam_context
 from jobhooks_tools.local.template import LocalResources
 
 from tests.integration.api_support import (
+    OPERATOR_ARN,
     InProcessApi,
     LoggedLine,
     Receiver,
@@ -230,6 +232,7 @@ def test_json_the_gateway_passes_base64_encoded_is_read(
     data = json.dumps({"tenant_id": "acme", "url": "https://hooks.example.com/in"}).encode()
     event = api_gateway_event("POST", SUBSCRIPTIONS, [("content-type", "application/json")], data)
     event.update(body=base64.b64encode(data).decode("ascii"), isBase64Encoded=True)
+    event["requestContext"]["authorizer"] = {"iam": iam_context(OPERATOR_ARN)}
     answer = normalize_answer(api.module.handler(event, lambda_context()))
     assert answer["statusCode"] == 201, answer["body"]
 

@@ -77,7 +77,7 @@ def offline_context(
         monkeypatch.setenv(f"JOBHOOKS_{name}", f"unused-{name.lower()}")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
-    with use_context(api.module, resolver=resolver) as context:
+    with use_context(api.module, resolver=resolver, grants=()) as context:
         yield context
 
 

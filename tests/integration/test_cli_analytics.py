@@ -17,11 +17,11 @@ import pytest
 from jobhooks.analytics.columns import COLUMN_NAMES
 from jobhooks.analytics.questions import questions
 from jobhooks_tools.local.analytics.duckdb_engine import DuckDBEngine
-from jobhooks_tools.local.api_server import ApiServer, serve_api
+from jobhooks_tools.local.api_server import ApiServer, load_api_module, serve_api
 from jobhooks_tools.local.moto_server import MotoServer
 
 from tests.integration.analytics_fixture import EXPECTED, FETCHER, WAIT_NOTE, write_fixture
-from tests.integration.api_support import run_cli
+from tests.integration.api_support import grants_from_memory, run_cli
 from tests.integration.test_analytics_athena import DATABASE, WORKGROUP, give_results, moto_api
 
 WINDOW = ("--from", "2026-07-13", "--to", "2026-07-16")
@@ -33,8 +33,10 @@ def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[ApiServer]:
     server = serve_api()
     monkeypatch.setenv("JOBHOOKS_API_URL", server.url)
     monkeypatch.setenv("JOBHOOKS_API_AUTH", "none")
+    # No stack here: the local caller is an operator because no grant binds it.
     try:
-        yield server
+        with grants_from_memory(load_api_module()):
+            yield server
     finally:
         server.shutdown()
 

@@ -31,3 +31,14 @@ class JobhooksError(Exception):
 
     def as_dict(self) -> dict[str, str]:
         return {"error": self.code, "message": self.message}
+
+
+class ConfigurationError(JobhooksError, ValueError):
+    """The process cannot start: a variable is missing or invalid (the message says which)."""
+
+    code = "configuration_error"
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+
+    def __str__(self) -> str:
+        # What the cold start's traceback shows: the variable's name first.
+        return self.message

@@ -8,26 +8,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from http import HTTPStatus
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from jobhooks.exceptions import JobhooksError
+from jobhooks.exceptions import ConfigurationError
+
+__all__ = ["ConfigurationError", "Settings"]
 
 PREFIX = "JOBHOOKS_"
 SettingsT = TypeVar("SettingsT", bound="Settings")
-
-
-class ConfigurationError(JobhooksError, ValueError):
-    """The process cannot start: a variable is missing or invalid (the message says which)."""
-
-    code = "configuration_error"
-    status = HTTPStatus.SERVICE_UNAVAILABLE
-
-    def __str__(self) -> str:
-        # What the cold start's traceback shows: the variable's name first.
-        return self.message
 
 
 class Settings(BaseModel):

@@ -26,7 +26,8 @@ SIGTERM) stops everything.
 
 --demo also starts a receiver that verifies signatures, registers it as a webhook of tenant
 acme and publishes sample events: a completed and a failed one (delivered), a repairer
-re-emission (deduplicated) and a copy re-addressed to another tenant (quarantined).
+re-emission (deduplicated) and a copy re-addressed to another tenant (quarantined); and prints
+a one-time link that opens the tenant portal for acme (its endpoints and deliveries).
 
 Local only: loopback and plain-http webhooks are allowed here and nowhere else."""
 
@@ -164,6 +165,7 @@ def run_dev(args: argparse.Namespace) -> int:
 
 def _run_demo(console: _Console, stack: Any, key: HmacKey, show: Any) -> Any:
     from jobhooks_tools.local.demo import (
+        demo_portal_link,
         publish_demo_traffic,
         register_demo_webhook,
         start_demo_receiver,
@@ -176,6 +178,12 @@ def _run_demo(console: _Console, stack: Any, key: HmacKey, show: Any) -> Any:
         f"  demo receiver   {webhook.url} (verifies with {verifier}), registered as "
         f"{webhook.subscription_id} for tenant {webhook.tenant_id}"
     )
+    if stack.api_url:
+        link = demo_portal_link(stack.api_url, webhook.tenant_id)
+        console.say(
+            f"  tenant portal   {link['url']} (tenant {webhook.tenant_id}; opens once, until "
+            f"{link['expires_at']}; another: jobhooks portal link --tenant {webhook.tenant_id})"
+        )
     console.say("")
     publish_demo_traffic(stack.amqp_url, key, lambda line: console.say(f"demo: {line}"))
     return receiver
@@ -216,6 +224,7 @@ def _print_summary(console: _Console, stack: Any, key: HmacKey, key_origin: str)
         lines.append(f"  export JOBHOOKS_API_URL={stack.api_url} JOBHOOKS_API_AUTH=none")
     lines += [
         "  jobhooks webhooks add --tenant acme --url http://127.0.0.1:9000/hook",
+        "  jobhooks portal link --tenant acme     # opens acme's tenant portal in a browser",
         f"  jobhooks publish-sample --amqp-url {broker.url} --tenant acme --key-hex {key.hex}",
         "  jobhooks analytics query failure_rate_by_job",
         f"  jobhooks analytics check --amqp-url {broker.url} --key-hex {key.hex}",

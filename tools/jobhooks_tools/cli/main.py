@@ -27,6 +27,8 @@ COMMAND_MODULES = (
     "jobhooks_tools.cli.quarantine",
     "jobhooks_tools.cli.dlq",
     "jobhooks_tools.cli.analytics",
+    "jobhooks_tools.cli.portal",
+    "jobhooks_tools.cli.grants",
 )
 
 

@@ -7,8 +7,11 @@
 
 Each HTTP request becomes the event an HTTP API (payload format 2.0) hands a Lambda function,
 the API function's handler (`functions/api/app.py`, found through template.yaml's ApiFunction)
-runs in this process, and its answer is written back as API Gateway would. There is no
-authorization: bind only to loopback. Nor may a web page drive it (`LocalClients`): a request
+runs in this process, and its answer is written back as API Gateway would. Routes and their
+authorization come from template.yaml too (`jobhooks_tools.local.gateway`): the portal's API
+passes the portal authorizer function, run here as API Gateway runs it; every IAM route is
+called as the local operator, since there is no SigV4 here: bind only to loopback. Nor may a
+web page of another origin drive it (`LocalClients`): a request
 must name this server's own Host (127.0.0.1:PORT or localhost:PORT), which defeats DNS
 rebinding, and a browser request from any other origin is refused, so no page can POST to it
 cross-site (`/test` would reach the developer's LAN). Requests are handled one at a time, as by
@@ -41,6 +44,12 @@ from jobhooks.management.exceptions import ApiError
 
 from jobhooks_tools.local.analytics import ensure_local_backend
 from jobhooks_tools.local.event_source import LOCAL_ACCOUNT_ID, LambdaContext
+from jobhooks_tools.local.gateway import (
+    LOCAL_OPERATOR_ARN,
+    Denied,
+    LocalGateway,
+    read_routes,
+)
 from jobhooks_tools.local.template import LocalTemplateError, find_template, load_template
 
 API_FUNCTION: Final = "ApiFunction"
@@ -139,8 +148,10 @@ class ApiServer:
         *,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         access_log: Callable[[str], None] | None = None,
+        gateway: LocalGateway | None = None,
     ) -> None:
         self._handler = handler
+        self.gateway = gateway
         self._timeout = timeout_seconds
         self._access_log = access_log
         self._invoke_lock = threading.Lock()
@@ -173,19 +184,29 @@ class ApiServer:
     # -- one request -----------------------------------------------------------------------
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Run the handler on one API Gateway event; its answer in payload 2.0 form."""
-        context = LambdaContext(
-            function_name="jobhooks-local-api",
+        """Route and authorize one API Gateway event as the template says, then run the
+        handler on it; the answer in payload 2.0 form."""
+        with self._invoke_lock:
+            if self.gateway is not None:
+                authorized = self.gateway.authorize(event)
+                if isinstance(authorized, Denied):
+                    return {
+                        "statusCode": authorized.status,
+                        "headers": {"content-type": "application/json"},
+                        "body": json.dumps(dict(authorized.body)),
+                    }
+                event = authorized
+            answer = self._handler(event, self._context("jobhooks-local-api", event))
+        return normalize_answer(answer)
+
+    def _context(self, name: str, event: dict[str, Any]) -> LambdaContext:
+        return LambdaContext(
+            function_name=name,
             memory_limit_in_mb=256,
-            invoked_function_arn=(
-                f"arn:aws:lambda:local:{LOCAL_ACCOUNT_ID}:function:jobhooks-local-api"
-            ),
+            invoked_function_arn=f"arn:aws:lambda:local:{LOCAL_ACCOUNT_ID}:function:{name}",
             aws_request_id=event["requestContext"]["requestId"],
             deadline=time.monotonic() + self._timeout,
         )
-        with self._invoke_lock:
-            answer = self._handler(event, context)
-        return normalize_answer(answer)
 
     def _request_handler(self) -> type[http.server.BaseHTTPRequestHandler]:
         server = self
@@ -269,44 +290,99 @@ def serve_api(
     *,
     handler: ApiHandler | None = None,
     access_log: Callable[[str], None] | None = None,
+    caller_arn: str = LOCAL_OPERATOR_ARN,
+    template_path: str | Path | None = None,
 ) -> ApiServer:
     """Serve the management API on `host:port` (0: a free port) until `.shutdown()`.
 
-    `handler` defaults to the API function of template.yaml, loaded from its CodeUri. The
-    analytics routes answer with DuckDB over `JOBHOOKS_ANALYTICS_DIR`: the local back end is
+    `handler` defaults to the API function of template.yaml, loaded from its CodeUri. Requests
+    are routed and authorized as template.yaml's HttpApi says; IAM routes are called as
+    `caller_arn` (the local operator, or a principal a grant binds). The analytics routes (and
+    the portal's chart) answer with DuckDB over `JOBHOOKS_ANALYTICS_DIR`: the local back end is
     registered here unless the process registered one (`jobhooks_tools.local.analytics`).
     """
     ensure_local_backend()
-    return ApiServer(host, port, handler or load_api_handler(), access_log=access_log)
+    return ApiServer(
+        host,
+        port,
+        handler or load_api_handler(template_path),
+        access_log=access_log,
+        gateway=load_gateway(template_path, caller_arn=caller_arn),
+    )
+
+
+def load_gateway(
+    template_path: str | Path | None = None, *, caller_arn: str = LOCAL_OPERATOR_ARN
+) -> LocalGateway:
+    """template.yaml's routes, with each Lambda authorizer's handler loaded from its CodeUri."""
+    routes, authorizer_functions = read_routes(template_path)
+
+    def authorizer(name: str, logical_id: str) -> ApiHandler:
+        # Imported on the first request that needs it, as Lambda would cold-start it.
+        def run(event: dict[str, Any], context: Any) -> Any:
+            module = _function(logical_id, template_path, module_name=f"authorizer_{name}")
+            return _handler_of(module)(event, context)
+
+        return run
+
+    authorizers = {
+        name: authorizer(name, logical_id) for name, logical_id in authorizer_functions.items()
+    }
+
+    def context(event: dict[str, Any]) -> LambdaContext:
+        return LambdaContext(
+            function_name="jobhooks-local-authorizer",
+            memory_limit_in_mb=256,
+            invoked_function_arn=(
+                f"arn:aws:lambda:local:{LOCAL_ACCOUNT_ID}:function:jobhooks-local-authorizer"
+            ),
+            aws_request_id=event["requestContext"]["requestId"],
+            deadline=time.monotonic() + 5,
+        )
+
+    return LocalGateway(routes, authorizers, caller_arn=caller_arn, context_factory=context)
 
 
 def load_api_handler(template_path: str | Path | None = None) -> ApiHandler:
     """The API function's handler, imported from the CodeUri and Handler template.yaml gives."""
-    module, function_name = _api_function(template_path)
-    handler = getattr(module, function_name, None)
-    if not callable(handler):
-        raise LocalTemplateError(f"{API_FUNCTION}'s handler {function_name!r} is not a function")
-    return handler  # type: ignore[no-any-return]
+    return _handler_of(_function(API_FUNCTION, template_path, module_name="api_function"))
 
 
 def load_api_module(template_path: str | Path | None = None) -> ModuleType:
     """The API function's module (`app`, `openapi_json`, ...), imported once per process."""
-    return _api_function(template_path)[0]
+    return _function(API_FUNCTION, template_path, module_name="api_function")[0]
 
 
-def _api_function(template_path: str | Path | None) -> tuple[ModuleType, str]:
+def load_authorizer_module(
+    logical_id: str = "AuthorizerFunction", template_path: str | Path | None = None
+) -> ModuleType:
+    """The portal authorizer function's module, imported once per process."""
+    return _function(logical_id, template_path, module_name="authorizer_PortalAuthorizer")[0]
+
+
+def _handler_of(found: tuple[ModuleType, str]) -> ApiHandler:
+    module, function_name = found
+    handler = getattr(module, function_name, None)
+    if not callable(handler):
+        raise LocalTemplateError(f"{module.__file__}: {function_name!r} is not a function")
+    return handler  # type: ignore[no-any-return]
+
+
+def _function(
+    logical_id: str, template_path: str | Path | None, *, module_name: str
+) -> tuple[ModuleType, str]:
     template = find_template(template_path)
-    resource = load_template(template)["Resources"].get(API_FUNCTION) or {}
+    resource = load_template(template)["Resources"].get(logical_id) or {}
     properties = resource.get("Properties") or {}
     code_uri, handler_name = properties.get("CodeUri"), properties.get("Handler")
     if not isinstance(code_uri, str) or not isinstance(handler_name, str):
-        raise LocalTemplateError(f"{template}: {API_FUNCTION} needs a CodeUri and a Handler")
-    module_name, _, function_name = handler_name.rpartition(".")
-    return _import_file(template.parent / code_uri / f"{module_name}.py"), function_name
+        raise LocalTemplateError(f"{template}: {logical_id} needs a CodeUri and a Handler")
+    module, _, function_name = handler_name.rpartition(".")
+    return _import_file(template.parent / code_uri / f"{module}.py", module_name), function_name
 
 
-def _import_file(path: Path) -> ModuleType:
-    name = "jobhooks_local_api_function"
+def _import_file(path: Path, module_name: str) -> ModuleType:
+    name = f"jobhooks_local_{module_name}"
     # One module per process: a second server shares the first one's handler and its caches.
     if name in sys.modules:
         return sys.modules[name]
@@ -353,6 +429,9 @@ def api_gateway_event(
         text_body, encoded = (body.decode("utf-8"), False) if body else (None, False)
     except UnicodeDecodeError:
         text_body, encoded = base64.b64encode(body).decode("ascii"), True
+    # API Gateway tells the function how the client reached it.
+    joined.setdefault("x-forwarded-proto", "http")
+    joined.setdefault("x-forwarded-for", source_ip)
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": ROUTE_KEY,

@@ -63,6 +63,23 @@ def register_demo_webhook(receiver: DemoReceiver, tenant_id: str = DEMO_TENANT) 
     return DemoWebhook(created.subscription_id, url, tenant_id)
 
 
+def demo_portal_link(api_url: str, tenant_id: str = DEMO_TENANT) -> dict[str, str]:
+    """A one-time portal link for `tenant_id`, asked of the local API as `jobhooks portal link`
+    asks a deployed one (`{"url", "expires_at", ...}`)."""
+    import json
+    import urllib.request
+
+    request = urllib.request.Request(  # noqa: S310 - the local API's own http URL
+        f"{api_url}/v1/portal/links",
+        data=json.dumps({"tenant_id": tenant_id}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=15) as answer:  # noqa: S310
+        document: dict[str, str] = json.loads(answer.read())
+    return document
+
+
 def demo_traffic(key: HmacKey, tenant_id: str = DEMO_TENANT) -> list[SamplePublication]:
     """Completed, failed, a repairer re-emission of the completed one, a tenant forgery."""
     completed, repairer_copy, failed = (

@@ -786,8 +786,13 @@ def _forget_cached_clients() -> None:
     started after another one in this process (tests) must not reuse them."""
     from jobhooks.ingest.wiring import ingest_service
     from jobhooks.management.context import get_management_context
+    from jobhooks.portal.context import get_portal_context
 
-    for cached in (ingest_service, get_management_context):
+    for cached in (
+        ingest_service,
+        get_management_context,
+        get_portal_context,
+    ):
         cached.cache_clear()
 
 

@@ -42,7 +42,7 @@ from jobhooks.analytics.results import (
     json_value,
     note_for,
 )
-from jobhooks.analytics.window import QueryWindow
+from jobhooks.analytics.window import QueryWindow, sql_literal
 
 ENGINE_NAME: Final = "athena"
 DEFAULT_WAIT_SECONDS: Final = 10.0
@@ -109,11 +109,11 @@ class AthenaEngine:
 
         try:
             response = self._client.start_query_execution(
-                QueryString=question.sql(Engine.ATHENA),
+                QueryString=question.sql(Engine.ATHENA, account_scoped=window.account_scoped),
                 QueryExecutionContext={"Database": self.database},
                 WorkGroup=self.workgroup,
                 # Strings are quoted: Athena substitutes each value as a literal.
-                ExecutionParameters=[f"'{value}'" for value in window.parameters()],
+                ExecutionParameters=[sql_literal(value) for value in window.parameters()],
             )
         except (ClientError, BotoCoreError) as error:
             raise QueryFailedError(

@@ -77,9 +77,16 @@ class Question:
         """One text serves both engines."""
         return self.bodies[Engine.DUCKDB] == self.bodies[Engine.ATHENA]
 
-    def sql(self, engine: Engine) -> str:
-        """The whole query for `engine`: marker, header, the outcomes view, the question."""
+    def sql(self, engine: Engine, *, account_scoped: bool = False) -> str:
+        """The whole query for `engine`: marker, header, the outcomes view, the question.
+
+        `account_scoped`: the view keeps one account's rows only, named by one more
+        placeholder after the view's own (`QueryWindow.parameters()` of a scoped window).
+        """
         view = outcomes_view()
+        if account_scoped:
+            # Our own constant text around the view; the account is a parameter.
+            view = f"SELECT * FROM (\n{view}\n) AS every_account\nWHERE account_id = ?"  # noqa: S608
         indented = "\n".join(f"    {line}" if line else line for line in view.splitlines())
         return (
             f"{MARKER}{self.name}\n{self.header}\n"

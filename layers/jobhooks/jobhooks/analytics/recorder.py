@@ -15,8 +15,7 @@ from typing import Any
 
 from jobhooks.analytics.pseudonymize import (
     Pseudonymizer,
-    SecretKeyPseudonymizer,
-    StaticKeyPseudonymizer,
+    build_pseudonymizer,
 )
 from jobhooks.analytics.row import AnalyticsRow, row_from_outcome
 from jobhooks.analytics.settings import AnalyticsSinkSettings
@@ -58,11 +57,4 @@ def build_analytics_recorder(
 
 
 def _pseudonymizer(settings: AnalyticsSinkSettings, session: Any) -> Pseudonymizer | None:
-    if settings.analytics_pseudonymization_secret_arn:
-        from jobhooks.storage.clients import SecretsManagerReader
-
-        provider = SecretsManagerReader(session)
-        return SecretKeyPseudonymizer(settings.analytics_pseudonymization_secret_arn, provider)
-    if settings.analytics_pseudonymization_key:
-        return StaticKeyPseudonymizer(settings.analytics_pseudonymization_key)
-    return None
+    return build_pseudonymizer(settings, session=session)

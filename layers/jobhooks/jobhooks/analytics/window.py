@@ -4,6 +4,11 @@
 partition to read (`dt`, one day before `from`: a row is written after its outcome, and this
 leaves a producer clock that runs ahead by less than a day inside the window), then `from` and
 `to` as `yyyy-MM-dd HH:mm:ss.SSS`, the text both DuckDB and Athena cast to a timestamp.
+
+A window may also be scoped to one `account_id` (the tenant portal's charts: one tenant sees
+its own outcomes only). Its question texts then read the view through one more filter
+(`Question.sql(..., account_scoped=True)`), whose placeholder takes a fourth parameter: the
+account as the table stores it (its pseudonym when the table is pseudonymized).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ _SQL_TIMESTAMP: Final = "%Y-%m-%d %H:%M:%S.%f"
 class QueryWindow:
     start: datetime
     end: datetime
+    account_id: str | None = None
+    """Only this account's outcomes (as stored: raw, or its pseudonym); None: every account."""
 
     def __post_init__(self) -> None:
         for name, value in (("from", self.start), ("to", self.end)):
@@ -42,6 +49,8 @@ class QueryWindow:
             raise InvalidWindowError("`from` must be before `to`", field="from")
         if self.end - self.start > timedelta(days=MAX_DAYS):
             raise InvalidWindowError(f"a window spans at most {MAX_DAYS} days", field="from")
+        if self.account_id is not None and not self.account_id:
+            raise InvalidWindowError("an account scope names an account", field="account_id")
 
     @classmethod
     def parse(cls, start: str | None, end: str | None, *, now: datetime) -> QueryWindow:
@@ -64,15 +73,20 @@ class QueryWindow:
 
     @classmethod
     def from_parameters(cls, parameters: Sequence[str]) -> QueryWindow:
-        """The window whose `parameters()` these are (quotes around them are ignored)."""
-        if len(parameters) != 3:
-            raise InvalidWindowError("a window has three parameters")
-        start, end = (text.strip("'") for text in parameters[1:])
-        return cls(_from_sql(start), _from_sql(end))
+        """The window whose `parameters()` these are (as SQL string literals or bare)."""
+        if len(parameters) not in (3, 4):
+            raise InvalidWindowError("a window has three parameters, four with an account")
+        start, end, *account = (_unquoted(text) for text in parameters[1:])
+        return cls(_from_sql(start), _from_sql(end), account[0] if account else None)
+
+    @property
+    def account_scoped(self) -> bool:
+        return self.account_id is not None
 
     def parameters(self) -> list[str]:
         first_partition = (self.start - timedelta(days=1)).date().isoformat()
-        return [first_partition, _to_sql(self.start), _to_sql(self.end)]
+        values = [first_partition, _to_sql(self.start), _to_sql(self.end)]
+        return values if self.account_id is None else [*values, self.account_id]
 
     def to_dict(self) -> dict[str, str]:
         return {"from": format_time(self.start), "to": format_time(self.end)}
@@ -97,6 +111,17 @@ def _parse(name: str, text: str) -> datetime:
         raise InvalidWindowError(
             f"`{name}` must lie between 1970-01-02 and 9999-12-31", field=name
         ) from None
+
+
+def sql_literal(value: str) -> str:
+    """`value` as an SQL string literal (Athena substitutes execution parameters as written)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _unquoted(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1].replace("''", "'")
+    return text
 
 
 def _millis(moment: datetime) -> datetime:

@@ -40,9 +40,11 @@ DESCRIPTION: Final = (
     "Register webhook subscriptions for a tenant's Fetcher job events, rotate their signing "
     "secrets, send test webhooks, read delivery attempts, and replay deliveries, events, "
     "quarantined messages and dead-letter queues; operators also read the analytics table "
-    "(every tenant's outcomes) through its reviewed questions. Every request is signed with "
-    'AWS Signature Version 4 (IAM, service execute-api). Errors are `{"error": {"code", '
-    '"message", "field"}}`. docs/api.md has examples.'
+    "(every tenant's outcomes) through its reviewed questions. Every /v1 request is signed "
+    "with AWS Signature Version 4 (IAM, service execute-api); an IAM caller that a grant binds "
+    "to tenants acts for those tenants only. The tenant portal's routes (/portal/...) take a "
+    'session cookie instead. Errors are `{"error": {"code", "message", "field"}}`. '
+    "docs/api.md has examples."
 )
 
 # -- parameters ------------------------------------------------------------------------------
@@ -186,6 +188,8 @@ RedriveBody = Annotated[
 _ERROR_DESCRIPTIONS: Final = {
     HTTPStatus.BAD_REQUEST: "The request body is not UTF-8 JSON (or nests too deep)",
     HTTPStatus.UNSUPPORTED_MEDIA_TYPE: "The request body was not sent as application/json",
+    HTTPStatus.FORBIDDEN: "The caller may not do this: no IAM identity, or an operator route "
+    "asked by a caller a grant binds to tenants",
     HTTPStatus.NOT_FOUND: "No such resource (or it belongs to another tenant)",
     HTTPStatus.CONFLICT: "The resource's state does not allow this now",
     HTTPStatus.UNPROCESSABLE_ENTITY: "The request is invalid; `error.field` names the field",
@@ -193,6 +197,7 @@ _ERROR_DESCRIPTIONS: Final = {
 
 _INPUT_ERRORS: Final = (
     HTTPStatus.BAD_REQUEST,
+    HTTPStatus.FORBIDDEN,
     HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
     HTTPStatus.UNPROCESSABLE_ENTITY,
 )
@@ -211,7 +216,8 @@ def documented(
             "content": {"application/json": {"model": model}},
         }
     # Every route validates its input, so every route can answer 422; and any request that
-    # carries a body has it read before routing (`request_body`), hence 400 and 415.
+    # carries a body has it read before routing (`request_body`), hence 400 and 415. Every
+    # route checks its caller first (`jobhooks.portal.callers`), hence 403.
     for error in sorted({*errors, *_INPUT_ERRORS}):
         answers[error.value] = {
             "description": _ERROR_DESCRIPTIONS.get(error, error.phrase),
@@ -223,6 +229,8 @@ def documented(
 # -- the document ----------------------------------------------------------------------------
 
 SIGV4: Final = "sigv4"
+PORTAL_SESSION: Final = "portalSession"
+PORTAL_LINK: Final = "portalLink"
 
 
 def document_metadata() -> dict[str, Any]:
@@ -243,7 +251,25 @@ def document_metadata() -> dict[str, Any]:
                     "description": "AWS Signature Version 4, service execute-api (IAM)",
                     "x-amazon-apigateway-authtype": "awsSigv4",
                 }
-            )
+            ),
+            PORTAL_SESSION: APIKey.model_validate(
+                {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "__Host-jobhooks-portal",
+                    "description": "a tenant portal session (docs/portal.md), verified by the "
+                    "portal authorizer; writes also need the header X-Jobhooks-Portal",
+                }
+            ),
+            PORTAL_LINK: APIKey.model_validate(
+                {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "X-Jobhooks-Portal-Link",
+                    "description": "a one-time portal link's token (the #t= of its URL), "
+                    "verified by the portal authorizer",
+                }
+            ),
         },
         "security": [{SIGV4: []}],
     }

@@ -10,7 +10,10 @@ functions (docs/architecture.md, "AWS calls"):
   milliseconds, so a call silent that long is stuck, and a fresh attempt on a new connection is
   the cure. No call of the functions long-polls (every ReceiveMessage has WaitTimeSeconds 0).
 
-So one call gives up after at most 3 x (1 + 2) s plus 3 s of backoff: 12 s. That fits the
+So one call gives up after at most 3 x (1 + 2) s plus 3 s of backoff: 12 s. The one exception
+is the portal authorizer, which API Gateway waits for before every portal request (and gives
+at most 10 s): it makes `AUTHORIZER_MAX_ATTEMPTS` = 2, so a stuck table refuses the request
+within about 7 s instead of holding it. That fits the
 tightest budget, the management API's 15 s function timeout (itself under API Gateway's 30 s
 integration limit): a stuck dependency becomes a 502 answer, not a function timeout. On the
 event paths SQS is the outer retry: a record whose call still fails comes back after the
@@ -30,17 +33,20 @@ if TYPE_CHECKING:
     from botocore.config import Config
 
 MAX_ATTEMPTS: Final = 3
+AUTHORIZER_MAX_ATTEMPTS: Final = 2
 CONNECT_TIMEOUT_SECONDS: Final = 1
 READ_TIMEOUT_SECONDS: Final = 2
 
 
-def aws_config(*, max_pool_connections: int | None = None) -> Config:
+def aws_config(
+    *, max_pool_connections: int | None = None, max_attempts: int = MAX_ATTEMPTS
+) -> Config:
     """The botocore `Config` of every client; `max_pool_connections` for threads that share one
     client (botocore keeps 10 connections by default)."""
     from botocore.config import Config
 
     options: dict[str, Any] = {
-        "retries": {"mode": "standard", "max_attempts": MAX_ATTEMPTS},
+        "retries": {"mode": "standard", "max_attempts": max_attempts},
         "connect_timeout": CONNECT_TIMEOUT_SECONDS,
         "read_timeout": READ_TIMEOUT_SECONDS,
     }
@@ -53,11 +59,17 @@ class LazyClient:
     """A boto3 client that is made when it is first used, then used as it is; thread-safe."""
 
     def __init__(
-        self, service_name: str, *, session: Any = None, max_pool_connections: int | None = None
+        self,
+        service_name: str,
+        *,
+        session: Any = None,
+        max_pool_connections: int | None = None,
+        max_attempts: int = MAX_ATTEMPTS,
     ) -> None:
         self.service_name = service_name
         self._session = session
         self._max_pool_connections = max_pool_connections
+        self._max_attempts = max_attempts
         self._client: Any = None
         self._lock = threading.Lock()
 
@@ -83,7 +95,9 @@ class LazyClient:
             make = boto3.client
         else:
             make = self._session.client
-        config = aws_config(max_pool_connections=self._max_pool_connections)
+        config = aws_config(
+            max_pool_connections=self._max_pool_connections, max_attempts=self._max_attempts
+        )
         return make(self.service_name, config=config)
 
     def __repr__(self) -> str:
@@ -92,11 +106,20 @@ class LazyClient:
 
 
 def aws_client(
-    service_name: str, *, session: Any = None, max_pool_connections: int | None = None
+    service_name: str,
+    *,
+    session: Any = None,
+    max_pool_connections: int | None = None,
+    max_attempts: int = MAX_ATTEMPTS,
 ) -> Any:
     """A client of `service_name` (from `session`, default boto3's default session) with
     `aws_config()`, made on its first call."""
-    return LazyClient(service_name, session=session, max_pool_connections=max_pool_connections)
+    return LazyClient(
+        service_name,
+        session=session,
+        max_pool_connections=max_pool_connections,
+        max_attempts=max_attempts,
+    )
 
 
 class SecretsManagerReader:

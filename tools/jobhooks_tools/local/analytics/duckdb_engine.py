@@ -35,7 +35,9 @@ class DuckDBEngine:
         self, question: str, window: QueryWindow, *, wait_seconds: float | None = None
     ) -> QueryResult:
         asked = get_question(question)
-        columns, rows = self.execute(asked.sql(Engine.DUCKDB), window.parameters())
+        columns, rows = self.execute(
+            asked.sql(Engine.DUCKDB, account_scoped=window.account_scoped), window.parameters()
+        )
         return QueryResult(
             question=asked.name,
             engine=self.name,
@@ -46,7 +48,10 @@ class DuckDBEngine:
         )
 
     def rows(self, window: QueryWindow, *, wait_seconds: float | None = None) -> RowsResult:
-        columns, rows = self.execute(rows_query().sql(Engine.DUCKDB), window.parameters())
+        columns, rows = self.execute(
+            rows_query().sql(Engine.DUCKDB, account_scoped=window.account_scoped),
+            window.parameters(),
+        )
         listed = [dict(zip(columns, row, strict=True)) for row in rows]
         return RowsResult(
             engine=self.name,

@@ -7,9 +7,13 @@
     dlq             /v1/dlq...: what is parked in the dead-letter queues, redrive
     analytics       /v1/analytics...: the analytics table's reviewed questions and rows
                     (operators only: the table spans every tenant)
+    grants          /v1/grants...: which IAM callers are bound to which tenants (operators)
+    portal          /v1/portal/...: portal links and revocations (operators); /portal...: the
+                    tenant portal's page, its link-for-session exchange and its API
 
 Every module exposes `router`; `functions/api/app.py` includes them in this order (which is the
 order of docs/openapi.json's paths) with `app.include_router(...)`. A route declares its input
-and answers (`jobhooks.management.openapi`) and makes one call into `jobhooks.management`; the
-stores and clients come from the `Context` dependency (`dependencies`).
+and answers (`jobhooks.management.openapi`) and makes one call into `jobhooks.management` or
+`jobhooks.portal`; the stores, the clients and the caller come from the dependencies of
+`dependencies`.
 """

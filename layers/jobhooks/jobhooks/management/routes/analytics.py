@@ -1,10 +1,13 @@
 """Routes of /v1/analytics: the background_job_completed table, its reviewed questions and rows.
 
-The table spans every tenant, so these routes are for operators (the IAM callers of the API)
-only; a tenant-scoped caller must never reach them (docs/api.md). Athena can take longer than
-API Gateway's 30 s: a route waits for the engine at most `JOBHOOKS_ANALYTICS_QUERY_WAIT_SECONDS`
-(and never into the last seconds of the function's own 15 s), then answers 202 with the query
-id, which `GET /v1/analytics/queries/{query_id}` polls. DuckDB (`jobhooks dev`) answers at once.
+The table spans every tenant, so these routes are for operators only: a caller a grant binds to
+tenants gets 403 `operator_only` (the `Operator` dependency; docs/api.md, "Who may call"). The
+tenant portal charts one tenant's outcomes through its own route instead.
+
+Athena can take longer than API Gateway's 30 s: a route waits for the engine at most
+`JOBHOOKS_ANALYTICS_QUERY_WAIT_SECONDS` (and never into the last seconds of the function's own
+15 s), then answers 202 with the query id, which `GET /v1/analytics/queries/{query_id}` polls.
+DuckDB (`jobhooks dev`) answers at once.
 
 The engine is built on the first analytics request, not when the module is imported: the other
 routes never pay for it (`analytics_engine`, which tests replace through the resolver's
@@ -40,6 +43,7 @@ from jobhooks.management.openapi import (
     WindowToQuery,
     documented,
 )
+from jobhooks.management.routes.dependencies import Operator
 from jobhooks.storage.times import utc_now
 
 OK, ACCEPTED = HTTPStatus.OK, HTTPStatus.ACCEPTED
@@ -89,7 +93,7 @@ _ENGINE_ERRORS: Final = (BAD_GATEWAY, SERVICE_UNAVAILABLE)
     responses=documented(OK, AnalyticsQuestionList),
     tags=TAGS,
 )
-def handle_list_analytics_questions() -> AnalyticsQuestionList:
+def handle_list_analytics_questions(operator: Operator) -> AnalyticsQuestionList:
     return AnalyticsQuestionList(
         questions=[AnalyticsQuestion.model_validate(q.summary()) for q in questions().values()]
     )
@@ -108,6 +112,7 @@ def handle_list_analytics_questions() -> AnalyticsQuestionList:
 def handle_answer_analytics_question(
     name: QuestionNamePath,
     engine: Engine,
+    operator: Operator,
     window_from: WindowFromQuery = None,
     window_to: WindowToQuery = None,
 ) -> Response[Any]:
@@ -131,7 +136,9 @@ def handle_answer_analytics_question(
     },
     tags=TAGS,
 )
-def handle_get_analytics_query(query_id: QueryIdPath, engine: Engine) -> Response[Any]:
+def handle_get_analytics_query(
+    query_id: QueryIdPath, engine: Engine, operator: Operator
+) -> Response[Any]:
     return _answered(engine.poll(query_id, wait_seconds=_wait_seconds()))
 
 
@@ -143,7 +150,10 @@ def handle_get_analytics_query(query_id: QueryIdPath, engine: Engine) -> Respons
     tags=TAGS,
 )
 def handle_list_analytics_rows(
-    engine: Engine, window_from: WindowFromQuery = None, window_to: WindowToQuery = None
+    engine: Engine,
+    operator: Operator,
+    window_from: WindowFromQuery = None,
+    window_to: WindowToQuery = None,
 ) -> Response[Any]:
     window = QueryWindow.parse(window_from, window_to, now=utc_now())
     return _answered(engine.rows(window, wait_seconds=_wait_seconds()))

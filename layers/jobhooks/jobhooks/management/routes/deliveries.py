@@ -23,7 +23,8 @@ from jobhooks.management.openapi import (
     TenantScopeQuery,
     documented,
 )
-from jobhooks.management.routes.dependencies import Context
+from jobhooks.management.routes.dependencies import CallerOf, Context
+from jobhooks.portal.scoping import delivery_scope, event_scope, subscription_scope
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
 OK, ACCEPTED = HTTPStatus.OK, HTTPStatus.ACCEPTED
@@ -40,22 +41,28 @@ metrics = Metrics()
     operation_id="list_deliveries",
     summary="A subscription's deliveries (newest first) or an event's (one per subscription)",
     description="Give exactly one of subscription_id and event_id.",
-    responses=documented(OK, DeliveryPage),
+    responses=documented(OK, DeliveryPage, NOT_FOUND),
     tags=TAGS,
 )
 def handle_list_deliveries(
     context: Context,
+    caller: CallerOf,
     subscription_id: SubscriptionIdQuery = None,
     event_id: EventIdQuery = None,
     tenant_id: TenantScopeQuery = None,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     cursor: CursorQuery = None,
 ) -> DeliveryPage:
+    scope = tenant_id
+    if subscription_id is not None and event_id is None:
+        scope = subscription_scope(context, caller, subscription_id, tenant_id)
+    elif event_id is not None and subscription_id is None:
+        scope = event_scope(context, caller, event_id, tenant_id, recorded=False)
     return deliveries.list_deliveries(
         context,
         subscription_id=subscription_id,
         event_id=event_id,
-        tenant_id=tenant_id,
+        tenant_id=scope,
         limit=limit,
         cursor=cursor,
     )
@@ -69,9 +76,13 @@ def handle_list_deliveries(
     tags=TAGS,
 )
 def handle_get_delivery(
-    delivery_id: DeliveryIdPath, context: Context, tenant_id: TenantScopeQuery = None
+    delivery_id: DeliveryIdPath,
+    context: Context,
+    caller: CallerOf,
+    tenant_id: TenantScopeQuery = None,
 ) -> DeliveryDetail:
-    return deliveries.get_delivery(context, delivery_id, tenant_id=tenant_id)
+    scope = delivery_scope(context, caller, delivery_id, tenant_id)
+    return deliveries.get_delivery(context, delivery_id, tenant_id=scope)
 
 
 @router.post(
@@ -83,9 +94,13 @@ def handle_get_delivery(
     tags=TAGS,
 )
 def handle_replay_delivery(
-    delivery_id: DeliveryIdPath, context: Context, tenant_id: TenantScopeQuery = None
+    delivery_id: DeliveryIdPath,
+    context: Context,
+    caller: CallerOf,
+    tenant_id: TenantScopeQuery = None,
 ) -> ReplayedDelivery:
-    replayed = deliveries.replay_delivery(context, delivery_id, tenant_id=tenant_id)
+    scope = delivery_scope(context, caller, delivery_id, tenant_id)
+    replayed = deliveries.replay_delivery(context, delivery_id, tenant_id=scope)
     logger.info("delivery replayed", extra={"delivery_id": delivery_id})
     metrics.add_metric(name="DeliveriesReplayed", unit=MetricUnit.Count, value=1)
     return replayed

@@ -21,7 +21,7 @@ from jobhooks.management.openapi import (
     RedriveBody,
     documented,
 )
-from jobhooks.management.routes.dependencies import Context
+from jobhooks.management.routes.dependencies import Context, Operator
 
 OK, ACCEPTED, CONFLICT = HTTPStatus.OK, HTTPStatus.ACCEPTED, HTTPStatus.CONFLICT
 TAGS = ["dlq"]
@@ -40,6 +40,7 @@ metrics = Metrics()
 )
 def handle_list_dlq(
     context: Context,
+    operator: Operator,
     queue: DeadLetterQueueQuery = DeadLetterQueue.DELIVERY,
     limit: PeekLimitQuery = 10,
 ) -> DeadLetterListing:
@@ -54,7 +55,9 @@ def handle_list_dlq(
     responses=documented(ACCEPTED, RedriveResult, CONFLICT),
     tags=TAGS,
 )
-def handle_redrive_dlq(context: Context, body: RedriveBody = None) -> RedriveResult:
+def handle_redrive_dlq(
+    context: Context, operator: Operator, body: RedriveBody = None
+) -> RedriveResult:
     result = dlq.redrive_dlq(context, body or RedriveRequest())
     logger.info(
         "dead-letter queue redriven",

@@ -18,7 +18,8 @@ from jobhooks.management.openapi import (
     TenantScopeQuery,
     documented,
 )
-from jobhooks.management.routes.dependencies import Context
+from jobhooks.management.routes.dependencies import CallerOf, Context
+from jobhooks.portal.scoping import event_scope, named_tenant
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
 OK, ACCEPTED = HTTPStatus.OK, HTTPStatus.ACCEPTED
@@ -39,9 +40,13 @@ metrics = Metrics()
     tags=TAGS,
 )
 def handle_replay_event(
-    event_id: EventIdPath, context: Context, tenant_id: TenantScopeQuery = None
+    event_id: EventIdPath,
+    context: Context,
+    caller: CallerOf,
+    tenant_id: TenantScopeQuery = None,
 ) -> EventReplay:
-    replayed = events.replay_event(context, event_id, tenant_id=tenant_id)
+    scope = event_scope(context, caller, event_id, tenant_id)
+    replayed = events.replay_event(context, event_id, tenant_id=scope)
     logger.info(
         "event replayed", extra={"event_id": event_id, "deliveries": len(replayed.deliveries)}
     )
@@ -53,13 +58,15 @@ def handle_replay_event(
     "/v1/events/unmatched",
     operation_id="list_unmatched_events",
     summary="A tenant's events that no subscription wanted, newest first",
-    responses=documented(OK, UnmatchedEventPage),
+    responses=documented(OK, UnmatchedEventPage, NOT_FOUND),
     tags=TAGS,
 )
 def handle_list_unmatched_events(
     tenant_id: TenantQuery,
     context: Context,
+    caller: CallerOf,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     cursor: CursorQuery = None,
 ) -> UnmatchedEventPage:
-    return events.list_unmatched_events(context, tenant_id, limit=limit, cursor=cursor)
+    tenant = named_tenant(caller, tenant_id)
+    return events.list_unmatched_events(context, tenant, limit=limit, cursor=cursor)

@@ -23,7 +23,7 @@ from jobhooks.management.openapi import (
     ReasonQuery,
     documented,
 )
-from jobhooks.management.routes.dependencies import Context
+from jobhooks.management.routes.dependencies import Context, Operator
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
 OK = HTTPStatus.OK
@@ -44,6 +44,7 @@ metrics = Metrics()
 )
 def handle_list_quarantine(
     context: Context,
+    operator: Operator,
     reason: ReasonQuery = None,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     cursor: CursorQuery = None,
@@ -59,7 +60,7 @@ def handle_list_quarantine(
     tags=TAGS,
 )
 def handle_get_quarantined_message(
-    quarantine_id: QuarantineIdPath, context: Context
+    quarantine_id: QuarantineIdPath, context: Context, operator: Operator
 ) -> QuarantinedMessageDetail:
     return quarantine.get_quarantined_message(context, quarantine_id)
 
@@ -74,6 +75,7 @@ def handle_get_quarantined_message(
 def handle_replay_quarantined_message(
     quarantine_id: QuarantineIdPath,
     context: Context,
+    operator: Operator,
     body: QuarantineReplayBody = None,
 ) -> QuarantineReplayResult:
     result = quarantine.replay_quarantined_message(

@@ -31,7 +31,8 @@ from jobhooks.management.openapi import (
     UpdateSubscriptionBody,
     documented,
 )
-from jobhooks.management.routes.dependencies import Context
+from jobhooks.management.routes.dependencies import CallerOf, Context
+from jobhooks.portal.scoping import named_tenant, subscription_scope
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
 OK, CREATED, NO_CONTENT = HTTPStatus.OK, HTTPStatus.CREATED, HTTPStatus.NO_CONTENT
@@ -48,12 +49,13 @@ metrics = Metrics()
     operation_id="create_subscription",
     summary="Create a subscription; the answer shows its signing secret, once",
     status_code=CREATED,
-    responses=documented(CREATED, SubscriptionWithSecret),
+    responses=documented(CREATED, SubscriptionWithSecret, NOT_FOUND),
     tags=TAGS,
 )
 def handle_create_subscription(
-    body: CreateSubscriptionBody, context: Context
+    body: CreateSubscriptionBody, context: Context, caller: CallerOf
 ) -> SubscriptionWithSecret:
+    named_tenant(caller, body.tenant_id)
     created = subscriptions.create_subscription(context, body)
     logger.info(
         "subscription created",
@@ -67,16 +69,18 @@ def handle_create_subscription(
     "/v1/subscriptions",
     operation_id="list_subscriptions",
     summary="List a tenant's subscriptions",
-    responses=documented(OK, SubscriptionPage),
+    responses=documented(OK, SubscriptionPage, NOT_FOUND),
     tags=TAGS,
 )
 def handle_list_subscriptions(
     tenant_id: TenantQuery,
     context: Context,
+    caller: CallerOf,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     cursor: CursorQuery = None,
 ) -> SubscriptionPage:
-    return subscriptions.list_subscriptions(context, tenant_id, limit=limit, cursor=cursor)
+    tenant = named_tenant(caller, tenant_id)
+    return subscriptions.list_subscriptions(context, tenant, limit=limit, cursor=cursor)
 
 
 @router.get(
@@ -87,9 +91,13 @@ def handle_list_subscriptions(
     tags=TAGS,
 )
 def handle_get_subscription(
-    subscription_id: SubscriptionIdPath, context: Context, tenant_id: TenantScopeQuery = None
+    subscription_id: SubscriptionIdPath,
+    context: Context,
+    caller: CallerOf,
+    tenant_id: TenantScopeQuery = None,
 ) -> SubscriptionView:
-    return subscriptions.get_subscription(context, subscription_id, tenant_id=tenant_id)
+    scope = subscription_scope(context, caller, subscription_id, tenant_id)
+    return subscriptions.get_subscription(context, subscription_id, tenant_id=scope)
 
 
 @router.patch(
@@ -103,9 +111,11 @@ def handle_update_subscription(
     subscription_id: SubscriptionIdPath,
     body: UpdateSubscriptionBody,
     context: Context,
+    caller: CallerOf,
     tenant_id: TenantScopeQuery = None,
 ) -> SubscriptionView:
-    updated = subscriptions.update_subscription(context, subscription_id, body, tenant_id=tenant_id)
+    scope = subscription_scope(context, caller, subscription_id, tenant_id)
+    updated = subscriptions.update_subscription(context, subscription_id, body, tenant_id=scope)
     logger.info("subscription updated", extra={"subscription_id": subscription_id})
     return updated
 
@@ -119,9 +129,13 @@ def handle_update_subscription(
     tags=TAGS,
 )
 def handle_delete_subscription(
-    subscription_id: SubscriptionIdPath, context: Context, tenant_id: TenantScopeQuery = None
+    subscription_id: SubscriptionIdPath,
+    context: Context,
+    caller: CallerOf,
+    tenant_id: TenantScopeQuery = None,
 ) -> Response[None]:
-    subscriptions.delete_subscription(context, subscription_id, tenant_id=tenant_id)
+    scope = subscription_scope(context, caller, subscription_id, tenant_id)
+    subscriptions.delete_subscription(context, subscription_id, tenant_id=scope)
     logger.info("subscription deleted", extra={"subscription_id": subscription_id})
     return Response(status_code=NO_CONTENT, body=None)
 
@@ -136,11 +150,13 @@ def handle_delete_subscription(
 def handle_rotate_secret(
     subscription_id: SubscriptionIdPath,
     context: Context,
+    caller: CallerOf,
     body: RotateSecretBody = None,
     tenant_id: TenantScopeQuery = None,
 ) -> SubscriptionWithSecret:
+    scope = subscription_scope(context, caller, subscription_id, tenant_id)
     rotated = subscriptions.rotate_secret(
-        context, subscription_id, body or RotateSecretRequest(), tenant_id=tenant_id
+        context, subscription_id, body or RotateSecretRequest(), tenant_id=scope
     )
     logger.info("signing secret rotated", extra={"subscription_id": subscription_id})
     metrics.add_metric(name="SecretsRotated", unit=MetricUnit.Count, value=1)
@@ -155,8 +171,12 @@ def handle_rotate_secret(
     tags=TAGS,
 )
 def handle_send_test_webhook(
-    subscription_id: SubscriptionIdPath, context: Context, tenant_id: TenantScopeQuery = None
+    subscription_id: SubscriptionIdPath,
+    context: Context,
+    caller: CallerOf,
+    tenant_id: TenantScopeQuery = None,
 ) -> TestSendResult:
-    result = subscriptions.send_test_webhook(context, subscription_id, tenant_id=tenant_id)
+    scope = subscription_scope(context, caller, subscription_id, tenant_id)
+    result = subscriptions.send_test_webhook(context, subscription_id, tenant_id=scope)
     metrics.add_metric(name="TestSends", unit=MetricUnit.Count, value=1)
     return result

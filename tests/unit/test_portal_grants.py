@@ -1,0 +1,161 @@
+"""Grants: IAM-style ARN patterns, and which callers they bind to which tenants."""
+
+from __future__ import annotations
+
+import pytest
+from jobhooks.portal.access_store import StoredGrant
+from jobhooks.portal.callers import Caller, CallerKind, gate_request, iam_caller
+from jobhooks.portal.exceptions import (
+    IamIdentityRequiredError,
+    InvalidGrantTenantsError,
+    InvalidPrincipalPatternError,
+    OperatorOnlyError,
+    SessionRequiredError,
+    TenantNotFoundError,
+    TenantRequiredError,
+)
+from jobhooks.portal.grants import (
+    principal_matches,
+    tenants_of,
+    validate_principal_pattern,
+    validate_tenants,
+)
+
+ROLE_SESSION = "arn:aws:sts::123456789012:assumed-role/acme-webhooks/ci-run-42"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "arn", "matches"),
+    [
+        ("arn:aws:sts::123456789012:assumed-role/acme-webhooks/*", ROLE_SESSION, True),
+        ("arn:aws:sts::123456789012:assumed-role/acme-webhooks/*", ROLE_SESSION + "x", True),
+        ("arn:aws:sts::123456789012:assumed-role/acme-*/*", ROLE_SESSION, True),
+        ("arn:aws:sts::123456789012:assumed-role/acme-webhooks/ci-run-4?", ROLE_SESSION, True),
+        ("arn:aws:sts::123456789012:assumed-role/acme-webhooks/ci-run-?", ROLE_SESSION, False),
+        # Case matters, as in IAM, and the whole ARN must match.
+        ("arn:aws:sts::123456789012:assumed-role/ACME-webhooks/*", ROLE_SESSION, False),
+        ("arn:aws:sts::123456789012:assumed-role/acme-webhooks", ROLE_SESSION, False),
+        ("arn:aws:sts::*:assumed-role/acme-webhooks/*", ROLE_SESSION, True),
+        # Regex characters in a pattern are literal.
+        ("arn:aws:sts::123456789012:assumed-role/acme.webhooks/*", ROLE_SESSION, False),
+        ("arn:aws:iam::123456789012:user/acme-ci", "arn:aws:iam::123456789012:user/acme-ci", True),
+        (
+            "arn:aws:iam::123456789012:user/acme-ci",
+            "arn:aws:iam::123456789012:user/acme-ci2",
+            False,
+        ),
+    ],
+)
+def test_patterns_match_like_iam_string_like(pattern: str, arn: str, matches: bool) -> None:
+    assert principal_matches(pattern, arn) is matches
+
+
+def test_a_role_arn_pattern_is_refused_with_the_session_form_to_use() -> None:
+    with pytest.raises(InvalidPrincipalPatternError) as refused:
+        validate_principal_pattern("arn:aws:iam::123456789012:role/acme-webhooks")
+    assert "arn:aws:sts::123456789012:assumed-role/acme-webhooks/*" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["", "*", "arn:*", "acme", "arn:aws:s3:::bucket", "arn:aws:iam::1 2:user/x", "a" * 2049],
+)
+def test_patterns_that_are_not_iam_principal_arns_are_refused(pattern: str) -> None:
+    with pytest.raises(InvalidPrincipalPatternError):
+        validate_principal_pattern(pattern)
+
+
+def test_tenants_are_deduplicated_and_bounded() -> None:
+    assert validate_tenants(["acme", "globex", "acme"]) == ("acme", "globex")
+    for bad in ([], [""], ["a\x00b"], ["x" * 257], [str(n) for n in range(101)]):
+        with pytest.raises(InvalidGrantTenantsError):
+            validate_tenants(bad)
+
+
+def grant(pattern: str, *tenants: str) -> StoredGrant:
+    return StoredGrant("grt_0123456789abcdef", pattern, tenants, "", "", "")
+
+
+def test_a_caller_is_bound_to_the_union_of_the_grants_it_matches() -> None:
+    grants = [
+        grant("arn:aws:sts::123456789012:assumed-role/acme-webhooks/*", "acme"),
+        grant("arn:aws:sts::123456789012:assumed-role/*/ci-run-42", "acme-staging"),
+        grant("arn:aws:iam::123456789012:user/globex", "globex"),
+    ]
+    assert tenants_of(ROLE_SESSION, grants) == {"acme", "acme-staging"}
+    assert tenants_of("arn:aws:iam::123456789012:user/ops", grants) == frozenset()
+
+
+def test_operators_act_on_any_tenant_bound_callers_on_their_own_only() -> None:
+    operator = iam_caller("arn:aws:iam::123456789012:user/ops", frozenset())
+    assert operator.kind is CallerKind.OPERATOR
+    assert operator.scope(None) is None and operator.scope("globex") == "globex"
+    operator.require_operator("GET /v1/dlq")
+    with pytest.raises(TenantRequiredError):
+        operator.tenant_for(None)
+
+    bound = iam_caller(ROLE_SESSION, frozenset({"acme"}))
+    assert bound.kind is CallerKind.TENANT_BOUND
+    assert bound.scope(None) == "acme" and bound.tenant_for(None) == "acme"
+    assert bound.scope("acme") == "acme"
+    with pytest.raises(TenantNotFoundError):
+        bound.scope("globex")
+    with pytest.raises(OperatorOnlyError):
+        bound.require_operator("GET /v1/dlq")
+    assert bound.may_act_for("acme") and not bound.may_act_for("globex")
+
+    several = Caller(CallerKind.TENANT_BOUND, ROLE_SESSION, frozenset({"acme", "initech"}))
+    assert several.scope(None) is None
+    with pytest.raises(TenantRequiredError):
+        several.tenant_for(None)
+
+
+def event(path: str, authorizer: dict[str, object] | None) -> dict[str, object]:
+    context: dict[str, object] = {"http": {"method": "GET", "path": path}}
+    if authorizer is not None:
+        context["authorizer"] = authorizer
+    return {"rawPath": path, "requestContext": context}
+
+
+IAM = {"iam": {"userArn": "arn:aws:iam::123456789012:user/ops"}}
+SESSION = {
+    "lambda": {
+        "kind": "session",
+        "tenant_id": "acme",
+        "token_id": "ses_" + "0" * 32,
+        "expires_at": 1,
+        "epoch": 0,
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "authorizer", "refusal"),
+    [
+        ("/v1/subscriptions", IAM, None),
+        ("/v1/subscriptions", None, IamIdentityRequiredError),
+        ("/v1/subscriptions", {"iam": {"userArn": ""}}, IamIdentityRequiredError),
+        # A portal session is no IAM caller.
+        ("/v1/subscriptions", SESSION, IamIdentityRequiredError),
+        ("/unknown", None, IamIdentityRequiredError),
+        ("//v1/subscriptions", None, IamIdentityRequiredError),
+        ("/portal", None, None),
+        ("/portal/assets/portal.js", None, None),
+        ("/portal/api/subscriptions", SESSION, None),
+        ("/portal/api/subscriptions", None, SessionRequiredError),
+        ("/portal/api/subscriptions", IAM, SessionRequiredError),
+        (
+            "/portal/api/subscriptions",
+            {"lambda": {**SESSION["lambda"], "kind": "link"}},
+            SessionRequiredError,
+        ),
+        ("/portal/session", {"lambda": {**SESSION["lambda"], "kind": "link"}}, None),
+        ("/portal/session", SESSION, SessionRequiredError),
+        ("/portal/sessions", None, IamIdentityRequiredError),
+    ],
+)
+def test_the_gate_refuses_requests_without_the_identity_their_route_needs(
+    path: str, authorizer: dict[str, object] | None, refusal: type[Exception] | None
+) -> None:
+    refused = gate_request(event(path, authorizer))
+    assert (type(refused) if refused else None) is refusal
