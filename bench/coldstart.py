@@ -161,10 +161,17 @@ def template_environments() -> tuple[Any, dict[str, dict[str, str]]]:
 
 def typical_request() -> dict[str, Any]:
     from jobhooks_tools.local.api_server import api_gateway_event
+    from jobhooks_tools.local.gateway import iam_context
 
-    return api_gateway_event(
+    event = api_gateway_event(
         "GET", "/v1/subscriptions?tenant_id=acme&limit=10", [("user-agent", "bench")], b""
     )
+    # An operator's SigV4-signed request, as API Gateway passes it on (the API answers IAM
+    # callers only, and looks the caller up in the grants first).
+    event["requestContext"]["authorizer"] = {
+        "iam": iam_context("arn:aws:iam::123456789012:user/operator")
+    }
+    return event
 
 
 def median_of(results: Sequence[Mapping[str, float]], key: str) -> float:

@@ -36,8 +36,14 @@ from jobhooks.subscriptions.model import (
 PORTAL_HEADER: Final = "X-Jobhooks-Portal"
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(BaseModel):
+    # Built on first use, not at import, like the management API's models: the API function's
+    # cold start need not build validators the request at hand never uses.
+    model_config = ConfigDict(defer_build=True)
+
+
+class _Request(_Model):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 # -- portal links and revocation (operators) --------------------------------------------------
@@ -56,7 +62,7 @@ class PortalLinkRequest(_Request):
     )
 
 
-class PortalLink(BaseModel):
+class PortalLink(_Model):
     url: str = Field(
         description="the one-time link; its token is in the fragment (#t=...), which browsers "
         "never send to a server"
@@ -79,7 +85,7 @@ class RevocationRequest(_Request):
         return self
 
 
-class Revocation(BaseModel):
+class Revocation(_Model):
     tenant_id: str | None = None
     session_id: str | None = None
     epoch: int | None = Field(
@@ -104,7 +110,7 @@ class GrantRequest(_Request):
     description: str = Field(default="", max_length=MAX_DESCRIPTION_LENGTH)
 
 
-class GrantView(BaseModel):
+class GrantView(_Model):
     grant_id: str
     principal_pattern: str
     tenants: list[str]
@@ -113,14 +119,14 @@ class GrantView(BaseModel):
     created_by: str = Field(description="the operator's ARN that added it")
 
 
-class GrantList(BaseModel):
+class GrantList(_Model):
     grants: list[GrantView]
 
 
 # -- the portal's own API ----------------------------------------------------------------------
 
 
-class PortalRefusal(BaseModel):
+class PortalRefusal(_Model):
     """A portal request refused: by API Gateway (`message`, when the authorizer denied) or by
     the function (`error`)."""
 
@@ -128,7 +134,7 @@ class PortalRefusal(BaseModel):
     error: ErrorDetail | None = None
 
 
-class PortalSessionView(BaseModel):
+class PortalSessionView(_Model):
     tenant_id: str
     session_id: str
     expires_at: Timestamp
@@ -144,7 +150,7 @@ class PortalSubscriptionRequest(_Request):
     description: str | None = Field(default=None, max_length=MAX_SUBSCRIPTION_DESCRIPTION)
 
 
-class JobHealthPoint(BaseModel):
+class JobHealthPoint(_Model):
     """One job_name on one UTC day (the reviewed question job_health_over_time)."""
 
     day: str = Field(description="the UTC day, yyyy-MM-dd")
@@ -157,7 +163,7 @@ class JobHealthPoint(BaseModel):
     )
 
 
-class JobHealthReport(BaseModel):
+class JobHealthReport(_Model):
     configured: bool = Field(description="false: this stack keeps no analytics table")
     window_from: Timestamp | None = None
     window_to: Timestamp | None = None

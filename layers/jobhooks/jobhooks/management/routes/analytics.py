@@ -18,17 +18,13 @@ from __future__ import annotations
 
 import functools
 from http import HTTPStatus
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from jobhooks.analytics.questions import ROWS_QUERY, questions
-from jobhooks.analytics.results import PendingQuery, QueryEngine, QueryResult, RowsResult
-from jobhooks.analytics.settings import AnalyticsQuerySettings
-from jobhooks.analytics.window import QueryWindow
 from jobhooks.management.models import (
     AnalyticsAnswer,
     AnalyticsQuestion,
@@ -45,6 +41,13 @@ from jobhooks.management.openapi import (
 )
 from jobhooks.management.routes.dependencies import Operator
 from jobhooks.storage.times import utc_now
+
+if TYPE_CHECKING:
+    from jobhooks.analytics.results import PendingQuery, QueryEngine, QueryResult, RowsResult
+    from jobhooks.analytics.settings import AnalyticsQuerySettings
+
+# The analytics package itself loads with the first analytics request: the API's other routes,
+# which are most of its traffic, never pay for it at cold start (docs/performance.md).
 
 OK, ACCEPTED = HTTPStatus.OK, HTTPStatus.ACCEPTED
 NOT_FOUND = HTTPStatus.NOT_FOUND
@@ -67,10 +70,14 @@ def _engine_for(settings: AnalyticsQuerySettings) -> QueryEngine:
 
 def analytics_engine() -> QueryEngine:
     """The engine of this configuration: Athena on AWS, DuckDB on `jobhooks dev`."""
+    from jobhooks.analytics.settings import AnalyticsQuerySettings
+
     return _engine_for(AnalyticsQuerySettings.from_env())
 
 
-Engine = Annotated[QueryEngine, Depends(analytics_engine)]
+# `Any`: the route's parameter types are read at import, and the engine's Protocol lives in the
+# analytics package, which loads on the first analytics request.
+Engine = Annotated[Any, Depends(analytics_engine)]
 
 
 def _still_running() -> dict[int, Any]:
@@ -94,6 +101,8 @@ _ENGINE_ERRORS: Final = (BAD_GATEWAY, SERVICE_UNAVAILABLE)
     tags=TAGS,
 )
 def handle_list_analytics_questions(operator: Operator) -> AnalyticsQuestionList:
+    from jobhooks.analytics.questions import questions
+
     return AnalyticsQuestionList(
         questions=[AnalyticsQuestion.model_validate(q.summary()) for q in questions().values()]
     )
@@ -116,6 +125,8 @@ def handle_answer_analytics_question(
     window_from: WindowFromQuery = None,
     window_to: WindowToQuery = None,
 ) -> Response[Any]:
+    from jobhooks.analytics.window import QueryWindow
+
     window = QueryWindow.parse(window_from, window_to, now=utc_now())
     answer = engine.answer(name, window, wait_seconds=_wait_seconds())
     return _answered(answer)
@@ -155,11 +166,15 @@ def handle_list_analytics_rows(
     window_from: WindowFromQuery = None,
     window_to: WindowToQuery = None,
 ) -> Response[Any]:
+    from jobhooks.analytics.window import QueryWindow
+
     window = QueryWindow.parse(window_from, window_to, now=utc_now())
     return _answered(engine.rows(window, wait_seconds=_wait_seconds()))
 
 
 def _wait_seconds() -> float:
+    from jobhooks.analytics.settings import AnalyticsQuerySettings
+
     configured = AnalyticsQuerySettings.from_env().analytics_query_wait_seconds
     remaining = router.lambda_context.get_remaining_time_in_millis() / 1000
     return max(0.0, min(configured, remaining - RESULT_RESERVE_SECONDS))
@@ -167,6 +182,9 @@ def _wait_seconds() -> float:
 
 def _answered(answer: QueryResult | RowsResult | PendingQuery) -> Response[Any]:
     """200 with the answer, or 202 with the query to poll."""
+    from jobhooks.analytics.questions import ROWS_QUERY
+    from jobhooks.analytics.results import PendingQuery, RowsResult
+
     if isinstance(answer, PendingQuery):
         logger.info(
             "analytics query still running",
