@@ -45,6 +45,7 @@ HANDLERS = {
     "ingest": "IngestFunction",
     "deliver": "DeliverFunction",
     "api": "ApiFunction",
+    "authorizer": "AuthorizerFunction",
 }
 
 # Runs in a fresh interpreter: times one import and, optionally, the API's first request.

@@ -36,6 +36,10 @@ ENVIRONMENT = {
     "JOBHOOKS_FETCHER_KEYS_SECRET_ARN": (
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:jobhooks-fetcher-keys"
     ),
+    "JOBHOOKS_ACCESS_TABLE": "access",
+    "JOBHOOKS_PORTAL_KEY_SECRET_ARN": (
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:jobhooks-portal-key"
+    ),
 }
 # Loaded by an import that makes AWS clients or reads a secret: never at import.
 EVERY_FUNCTION = ("boto3", "aws_lambda_powertools.utilities.parameters")
@@ -52,6 +56,15 @@ API_LEAVES = (
     "jobhooks.inbound.outcome",
     "jobhooks.subscriptions.store",
     "aws_lambda_powertools.event_handler.openapi.models",
+)
+# The authorizer runs before every portal request: a verdict from an HMAC and one table read.
+AUTHORIZER_LEAVES = (
+    *EVERY_FUNCTION,
+    "botocore.client",
+    "pydantic",
+    "cryptography",
+    "urllib3",
+    "aws_lambda_powertools.event_handler",
 )
 
 
@@ -89,3 +102,7 @@ def test_the_event_functions_make_no_aws_client_at_import(function: str) -> None
 
 def test_the_api_leaves_what_few_requests_need_to_those_requests() -> None:
     assert loaded(modules_after_import("api"), API_LEAVES) == []
+
+
+def test_the_portal_authorizer_imports_no_models_router_or_client() -> None:
+    assert loaded(modules_after_import("authorizer"), AUTHORIZER_LEAVES) == []

@@ -696,7 +696,10 @@ def test_crash_after_the_claim_is_retried_after_the_lease_and_fans_out_once(
     assert claim is not None and claim["state"] == "in_progress"  # nobody released it
     assert bridge.take_deliveries() == []
     stats = poller.run_until_idle(20, include_in_flight=True)
-    assert (stats.succeeded, stats.failed) == (1, 0)
+    # Exactly one successful take-over. The lease runs from the claim and the visibility from the
+    # receive, so on a loaded machine a redelivery can still land inside the lease and be turned
+    # away as busy (counted as failed) before the take-over: that is the lease working, not a loss.
+    assert stats.succeeded == 1
     assert len(bridge.take_deliveries()) == 2
     assert bridge.claim_item(event_id_of(event))["state"] == "done"  # type: ignore[index]
 

@@ -26,6 +26,7 @@ from jobhooks.inbound.event import (
 )
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message, read_job_event
 from jobhooks.inbound.keys import HmacKey, key_from_hex
+from jobhooks.inbound.outcome import webhook_payload
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks_tools.sample_events import SampleEvent, completed_body, demo_key, make_job_event
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt, ValidationError
@@ -535,3 +536,18 @@ def test_the_body_is_read_as_a_model_with_the_same_fields_reads_it(
         assert body.get("result") == model.result
         assert body.get("execution_time_ms") == model.execution_time_ms
         assert body.get("completed_at") == model.completed_at
+
+
+def test_a_lone_surrogate_escape_reads_as_go_reads_it_and_the_event_still_serializes() -> None:
+    # `\ud800` alone is valid JSON that Go's decoder reads as U+FFFD; left as a lone surrogate it
+    # made every encoder (UTF-8, the webhook's JSON, SQS) fail after the claim: a lost delivery.
+    body = completed_body(JOB).replace(
+        b'"correlationId":"settlement-2026-07-13"',
+        b'"correlationId":"a\\ud800b","pair":"\\ud83d\\ude00","\\udc00key":["\\uDFFF"]',
+    )
+    event = read(signed(body=body))
+    assert event.metadata["correlationId"] == "a\ufffdb"
+    assert event.metadata["pair"] == "\U0001f600"  # a valid pair is one character, kept
+    assert event.metadata["\ufffdkey"] == ["\ufffd"]
+    payload = json.loads(webhook_payload(event).encode("utf-8"))
+    assert payload["data"]["fetcher"]["metadata"]["correlationId"] == "a\ufffdb"

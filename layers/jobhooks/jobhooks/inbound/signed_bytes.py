@@ -11,6 +11,7 @@ Legacy v1.4.x body-only form: `<t>.` followed by the body.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
@@ -38,7 +39,34 @@ def parse_json_object(body: bytes) -> dict[str, Any] | None:
         document = _go_json.decode(body.decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
-    return document if isinstance(document, dict) else None
+    if not isinstance(document, dict):
+        return None
+    if b"\\ud" in body or b"\\uD" in body:  # only a \uD800-\uDFFF escape makes a surrogate
+        try:
+            document = _without_lone_surrogates(document)
+        except RecursionError:
+            return None
+    return document
+
+
+# Go's decoder reads an escaped UTF-16 surrogate that is not half of a pair as U+FFFD; Python's
+# keeps it as a lone surrogate, which no encoder will write (UTF-8, pydantic's JSON, SQS): an
+# event holding one would fail after its claim instead of being delivered. Valid pairs are
+# already joined into one character by the decoder, so every surrogate left is a lone one.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {
+            _without_lone_surrogates(key): _without_lone_surrogates(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    return value
 
 
 def _reject_constant(name: str) -> Any:

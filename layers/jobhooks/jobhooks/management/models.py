@@ -369,7 +369,7 @@ class RedriveResult(_Model):
 # -- analytics -------------------------------------------------------------------------------
 
 
-class AnalyticsQuestion(BaseModel):
+class AnalyticsQuestion(_Model):
     name: str = Field(description="pass it to GET /v1/analytics/questions/{name}")
     question: str = Field(description="what it answers")
     grain: str = Field(description="what one row of the answer is")
@@ -377,12 +377,12 @@ class AnalyticsQuestion(BaseModel):
     unmeasured: str = Field(description="how values the events could not supply are left out")
 
 
-class AnalyticsQuestionList(BaseModel):
+class AnalyticsQuestionList(_Model):
     questions: list[AnalyticsQuestion]
 
 
-class _AnalyticsWindow(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
+class _AnalyticsWindow(_Model):
+    model_config = ConfigDict(populate_by_name=True, defer_build=True)
 
     engine: str = Field(description="athena (a deployed stack) or duckdb (jobhooks dev)")
     window_from: Timestamp = Field(alias="from", description="the window's start (inclusive)")
