@@ -486,6 +486,46 @@ def test_more_than_ten_subscriptions_are_sent_in_batches_of_ten(bridge: Bridge) 
     assert bridge.faults.calls["SendMessageBatch"] == 2
 
 
+def test_the_events_of_one_invocation_share_send_message_batch_calls(bridge: Bridge) -> None:
+    bridge.subscribe("acme")
+    bridge.subscribe("acme")
+    events = [event_for() for _ in range(10)]
+    bridge.send(*events)
+
+    stats = bridge.poller(batch_size=10).run_once()
+
+    assert (stats.batches, stats.succeeded, stats.failed) == (1, 10, 0)
+    tasks = bridge.take_deliveries()
+    assert len(tasks) == 20
+    assert {task.event_id for task in tasks} == {event_id_of(event) for event in events}
+    # 20 tasks in two calls, not one call per event.
+    assert bridge.faults.calls["SendMessageBatch"] == 2
+
+
+def test_a_refused_shared_batch_fails_only_the_events_whose_tasks_it_held(
+    bridge: Bridge,
+) -> None:
+    bridge.subscribe("acme")
+    bridge.subscribe("acme")
+    bridge.retry_quickly(lease_seconds=60)  # a retry must not have to wait for this lease
+    events = [event_for() for _ in range(6)]  # 12 tasks: the first call holds five events'
+    bridge.faults.fail("SendMessageBatch", target=bridge.delivery_queue, code="InternalError")
+    bridge.send(*events)
+    poller = bridge.poller(batch_size=10)
+
+    first = poller.run_once()
+
+    assert (first.succeeded, first.failed) == (1, 5)
+    for event in events[:5]:
+        assert bridge.claim_item(event_id_of(event)) is None  # released at once
+    assert bridge.claim_item(event_id_of(events[5]))["state"] == "done"  # type: ignore[index]
+    retried = poller.run_until_idle(20, include_in_flight=True)
+    assert (retried.succeeded, retried.failed) == (5, 0)
+    tasks = bridge.take_deliveries()
+    assert len(tasks) == 12
+    assert len({task.delivery_id for task in tasks}) == 12
+
+
 # -------------------------------------------------------------------------- deduplication
 
 

@@ -176,6 +176,17 @@ class FakeDeliveries:
         self.sent.extend(tasks)
         return len(tasks)
 
+    def enqueue_events(
+        self, events: Sequence[tuple[str, Sequence[DeliveryTask]]]
+    ) -> dict[str, Exception]:
+        failed: dict[str, Exception] = {}
+        for event_id, tasks in events:
+            try:
+                self.enqueue(event_id, tasks)
+            except Exception as error:
+                failed[event_id] = error
+        return failed
+
 
 @dataclass
 class FakeSubscriptions:

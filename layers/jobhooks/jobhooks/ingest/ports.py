@@ -8,7 +8,7 @@ rows; tests may pass in-memory fakes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from jobhooks.delivery_task import DeliveryTask
@@ -65,6 +65,11 @@ class SubscriptionMatcher(Protocol):
 
 class DeliveryTasks(Protocol):
     def enqueue(self, event_id: str, tasks: Sequence[DeliveryTask]) -> int: ...
+
+    def enqueue_events(
+        self, events: Sequence[tuple[str, Sequence[DeliveryTask]]]
+    ) -> Mapping[str, Exception]:
+        """Send several events' tasks together; the error of each event not fully accepted."""
 
 
 class OutcomeRecorder(Protocol):

@@ -24,12 +24,13 @@ has one) and replays a quarantined message through this same path (`reingest`, a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
 
 from jobhooks.analytics.exceptions import AnalyticsError
+from jobhooks.delivery_task import DeliveryTask
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.inbound.outcome import Outcome, to_webhook, webhook_json
@@ -65,6 +66,27 @@ from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 from jobhooks.storage.times import utc_now
 
 DEFAULT_MAX_LEASE_MS: Final = 120_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Claimed:
+    """An event this invocation claimed, between its claim and its completion."""
+
+    claim: Claim
+    outcome: Outcome | None
+    payload: str
+    tasks: tuple[DeliveryTask, ...]
+
+    @property
+    def event_id(self) -> str:
+        return self.claim.event_id
+
+
+@dataclass(frozen=True, slots=True)
+class _Copy:
+    """Another copy of an event this invocation claimed earlier in the same batch."""
+
+    event_id: str
 
 
 class IngestService:
@@ -127,6 +149,28 @@ class IngestService:
             subscriptions=self.subscriptions,
         )
 
+    def ingest_messages(
+        self,
+        messages: Sequence[InboundMessage],
+        *,
+        remaining_ms: int | None = None,
+    ) -> list[IngestResult | Exception]:
+        """Ingest an invocation's messages together; one result (or the error to retry) each.
+
+        Each message is read and claimed on its own; then the deliveries of every claimed event
+        go out in shared `SendMessageBatch` calls (10 tasks a call, whichever events they
+        belong to), the claimed events' analytics rows in one sink call, and each claim is
+        completed. An event whose tasks or row were not accepted gets its error (its claim is
+        released), the others go on: a result is returned only when the message may be
+        acknowledged.
+        """
+        return self._ingest_all(
+            messages,
+            remaining_ms=remaining_ms,
+            allow_stale=False,
+            subscriptions=self.subscriptions,
+        )
+
     def _ingest(
         self,
         message: InboundMessage,
@@ -135,6 +179,82 @@ class IngestService:
         allow_stale: bool,
         subscriptions: SubscriptionMatcher,
     ) -> IngestResult:
+        (result,) = self._ingest_all(
+            [message],
+            remaining_ms=remaining_ms,
+            allow_stale=allow_stale,
+            subscriptions=subscriptions,
+        )
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _ingest_all(
+        self,
+        messages: Sequence[InboundMessage],
+        *,
+        remaining_ms: int | None,
+        allow_stale: bool,
+        subscriptions: SubscriptionMatcher,
+    ) -> list[IngestResult | Exception]:
+        results: list[IngestResult | Exception | _Claimed | _Copy] = []
+        claimed_here: dict[str, _Claimed] = {}
+        for message in messages:
+            claimed_or_not: IngestResult | _Claimed | _Copy
+            try:
+                claimed_or_not = self._claim(
+                    message,
+                    remaining_ms=remaining_ms,
+                    allow_stale=allow_stale,
+                    subscriptions=subscriptions,
+                    claimed_here=claimed_here,
+                )
+            except Exception as error:
+                results.append(error)
+                continue
+            if isinstance(claimed_or_not, _Claimed):
+                claimed_here[claimed_or_not.event_id] = claimed_or_not
+            results.append(claimed_or_not)
+        claimed = list(claimed_here.values())
+        failed = self._fan_out(claimed)
+        failed.update(self._record_outcomes([c for c in claimed if c.event_id not in failed]))
+        completed: dict[str, IngestResult | Exception] = {}
+        for claimed_event in claimed:
+            if claimed_event.event_id in failed:
+                completed[claimed_event.event_id] = self._abandon(
+                    claimed_event, failed[claimed_event.event_id]
+                )
+            else:
+                completed[claimed_event.event_id] = self._complete(claimed_event)
+        finished: list[IngestResult | Exception] = []
+        for result in results:
+            if isinstance(result, _Claimed):
+                finished.append(completed[result.event_id])
+            elif isinstance(result, _Copy):
+                finished.append(self._copy_result(result, completed[result.event_id]))
+            else:
+                finished.append(result)
+        return finished
+
+    def _copy_result(
+        self, copy: _Copy, first: IngestResult | Exception
+    ) -> IngestResult | Exception:
+        """A second copy of an event claimed in the same batch shares the first one's fate."""
+        if isinstance(first, Exception):
+            return first
+        self.telemetry.duplicate_in_batch(copy.event_id)
+        return IngestResult(IngestOutcome.DUPLICATE, event_id=copy.event_id)
+
+    def _claim(
+        self,
+        message: InboundMessage,
+        *,
+        remaining_ms: int | None,
+        allow_stale: bool,
+        subscriptions: SubscriptionMatcher,
+        claimed_here: Mapping[str, _Claimed],
+    ) -> IngestResult | _Claimed | _Copy:
+        """Read and claim one message: its final result (rejected, duplicate) or its claim."""
         self.telemetry.record_started(message)
         try:
             event = self._read(message, allow_stale=allow_stale)
@@ -148,6 +268,9 @@ class IngestService:
                 quarantine_id=quarantined.quarantine_id,
             )
         self.telemetry.event_identified(event.event_id)
+        if event.event_id in claimed_here:
+            # Our own claim, not another invocation's: the copy waits for this batch's outcome.
+            return _Copy(event.event_id)
 
         try:
             attempt = self.claims.claim_event(event, lease_ms=self._lease_ms(remaining_ms))
@@ -162,7 +285,6 @@ class IngestService:
         claim = attempt
         if claim.took_over is not None:
             self.telemetry.claim_taken_over(claim)
-
         try:
             webhook = to_webhook(event, release=self.producer_release)
             payload = webhook_json(webhook)
@@ -173,27 +295,58 @@ class IngestService:
                 payload=payload,
                 subscriptions=subscriptions.matching(event.tenant_id, event.event_type),
             )
-            if tasks:
-                self.deliveries.enqueue(event.event_id, tasks)
-            self._record_outcome(event.event_id, webhook.data)
-            record = self.claims.complete(
-                claim,
-                matched=len(tasks),
-                payload=payload,
-                subscription_ids=[task.subscription_id for task in tasks],
-            )
-        except ClaimLostError:
-            raise  # someone else owns it now: nothing of ours to release
         except Exception as error:
-            # Only an exception: a crash (timeout, out of memory) runs nothing, and the lease
-            # is what frees the claim then.
-            released = self._release(claim)
-            self.telemetry.fan_out_failed(event.event_id, error, released=released)
+            self._abandon(_Claimed(claim, None, "", ()), error)
             raise
+        return _Claimed(claim, webhook.data, payload, tasks)
+
+    def _fan_out(self, claimed: Sequence[_Claimed]) -> dict[str, Exception]:
+        """Enqueue every claimed event's tasks together; the events whose tasks SQS refused."""
+        groups = [(c.event_id, c.tasks) for c in claimed if c.tasks]
+        if not groups:
+            return {}
+        return dict(self.deliveries.enqueue_events(groups))
+
+    def _record_outcomes(self, claimed: Sequence[_Claimed]) -> dict[str, Exception]:
+        """Write the rows of the events whose deliveries are enqueued; the events to retry."""
+        if self.analytics is None or not claimed:
+            return {}
+        try:
+            self.analytics.record([c.outcome for c in claimed if c.outcome is not None])
+        except AnalyticsError as error:
+            # The sink says how many rows it refused, not which: every event of the call
+            # retries (its deliveries are enqueued; deliver deduplicates them).
+            for c in claimed:
+                self.telemetry.analytics_write_failed(c.event_id, error)
+            return {c.event_id: error for c in claimed}
+        return {}
+
+    def _complete(self, claimed: _Claimed) -> IngestResult | Exception:
+        try:
+            record = self.claims.complete(
+                claimed.claim,
+                matched=len(claimed.tasks),
+                payload=claimed.payload,
+                subscription_ids=[task.subscription_id for task in claimed.tasks],
+            )
+        except ClaimLostError as lost:
+            return lost  # someone else owns it now: nothing of ours to release
+        except Exception as error:
+            return self._abandon(claimed, error)
         self.telemetry.accepted(record)
         return IngestResult(
-            IngestOutcome.ACCEPTED, event_id=event.event_id, deliveries=record.matched or 0
+            IngestOutcome.ACCEPTED, event_id=record.event_id, deliveries=record.matched or 0
         )
+
+    def _abandon(self, claimed: _Claimed, error: Exception) -> Exception:
+        """Release the claim after a failure, so the retry starts over at once."""
+        if isinstance(error, ClaimLostError):
+            return error
+        # Only an exception: a crash (timeout, out of memory) runs nothing, and the lease
+        # is what frees the claim then.
+        released = self._release(claimed.claim)
+        self.telemetry.fan_out_failed(claimed.event_id, error, released=released)
+        return error
 
     def check_keys(self) -> None:
         """Raise `FetcherKeysUnavailableError` now, once per invocation, not once per record."""
@@ -292,15 +445,6 @@ class IngestService:
         policy = replace(self.policy, keys=self.keys.keys())
         # freshness: a maximum age of 0 turns the stale check off (the future check stays).
         return replace(policy, max_age_seconds=0) if allow_stale else policy
-
-    def _record_outcome(self, event_id: str, outcome: Outcome) -> None:
-        if self.analytics is None:
-            return
-        try:
-            self.analytics.record([outcome])
-        except AnalyticsError as error:
-            self.telemetry.analytics_write_failed(event_id, error)
-            raise
 
     def _lease_ms(self, remaining_ms: int | None) -> int:
         if remaining_ms is None:

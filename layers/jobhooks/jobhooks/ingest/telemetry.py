@@ -71,6 +71,12 @@ class IngestTelemetry:
             extra={"event_id": existing.event_id, "done_at": str(existing.done_at)},
         )
 
+    def duplicate_in_batch(self, event_id: str) -> None:
+        self.logger.info(
+            "duplicate of an event ingested in the same batch acknowledged",
+            extra={"event_id": event_id},
+        )
+
     def claim_busy(self, event_id: str) -> None:
         self.logger.info(
             "event is being ingested by another invocation; retrying later",
@@ -156,6 +162,10 @@ class PowertoolsTelemetry(IngestTelemetry):
 
     def duplicate(self, existing: EventRecord, *, tenant_id: str) -> None:
         super().duplicate(existing, tenant_id=tenant_id)
+        self._count(DUPLICATES)
+
+    def duplicate_in_batch(self, event_id: str) -> None:
+        super().duplicate_in_batch(event_id)
         self._count(DUPLICATES)
 
     def accepted(self, record: EventRecord) -> None:
