@@ -164,12 +164,14 @@ class IngestService:
         released), the others go on: a result is returned only when the message may be
         acknowledged.
         """
-        return self._ingest_all(
+        results = self._ingest_all(
             messages,
             remaining_ms=remaining_ms,
             allow_stale=False,
             subscriptions=self.subscriptions,
         )
+        self.telemetry.batch_ingested(results)
+        return results
 
     def _ingest(
         self,
