@@ -16,12 +16,25 @@ from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.outcome import Outcome
 from jobhooks.inbound.rejection import RejectedMessageError
 from jobhooks.ingest.inbound import InboundMessage
-from jobhooks.ingest.model import Claim, Duplicate, EventPage, EventRecord, QuarantinedMessage
+from jobhooks.ingest.model import (
+    Claim,
+    Duplicate,
+    EventPage,
+    EventRecord,
+    FanOutPlan,
+    QuarantinedMessage,
+)
 from jobhooks.subscriptions.model import Subscription
 
 
 class EventClaims(Protocol):
-    def claim_event(self, event: JobEvent, *, lease_ms: int) -> Claim | Duplicate: ...
+    def claim_event(
+        self, event: JobEvent, *, lease_ms: int, plan: FanOutPlan | None = None
+    ) -> Claim | Duplicate: ...
+
+    def complete_batch(
+        self, batch_id: str, claimed: Sequence[tuple[Claim, FanOutPlan]]
+    ) -> list[EventRecord]: ...
 
     def complete(
         self,

@@ -24,6 +24,7 @@ has one) and replays a quarantined message through this same path (`reingest`, a
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -46,10 +47,12 @@ from jobhooks.ingest.fan_out import delivery_tasks_for
 from jobhooks.ingest.fetcher_keys import FetcherKeySource
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.model import (
+    MAX_EVENTS_PER_BATCH_RECORD,
     Claim,
     Duplicate,
     EventPage,
     EventRecord,
+    FanOutPlan,
     FanOutResult,
     IngestOutcome,
     IngestResult,
@@ -73,8 +76,8 @@ class _Claimed:
     """An event this invocation claimed, between its claim and its completion."""
 
     claim: Claim
-    outcome: Outcome | None
-    payload: str
+    outcome: Outcome
+    plan: FanOutPlan
     tasks: tuple[DeliveryTask, ...]
 
     @property
@@ -201,6 +204,7 @@ class IngestService:
     ) -> list[IngestResult | Exception]:
         results: list[IngestResult | Exception | _Claimed | _Copy] = []
         claimed_here: dict[str, _Claimed] = {}
+        batch = secrets.token_hex(8)
         for message in messages:
             claimed_or_not: IngestResult | _Claimed | _Copy
             try:
@@ -210,6 +214,8 @@ class IngestService:
                     allow_stale=allow_stale,
                     subscriptions=subscriptions,
                     claimed_here=claimed_here,
+                    # One completion record per (at most) 100 claims of this invocation.
+                    batch_id=f"{batch}.{len(claimed_here) // MAX_EVENTS_PER_BATCH_RECORD}",
                 )
             except Exception as error:
                 results.append(error)
@@ -221,13 +227,16 @@ class IngestService:
         failed = self._fan_out(claimed)
         failed.update(self._record_outcomes([c for c in claimed if c.event_id not in failed]))
         completed: dict[str, IngestResult | Exception] = {}
+        by_batch: dict[str, list[_Claimed]] = {}
         for claimed_event in claimed:
             if claimed_event.event_id in failed:
                 completed[claimed_event.event_id] = self._abandon(
                     claimed_event, failed[claimed_event.event_id]
                 )
             else:
-                completed[claimed_event.event_id] = self._complete(claimed_event)
+                by_batch.setdefault(claimed_event.plan.batch_id, []).append(claimed_event)
+        for batch_id, done in by_batch.items():
+            completed.update(self._complete(batch_id, done))
         finished: list[IngestResult | Exception] = []
         for result in results:
             if isinstance(result, _Claimed):
@@ -255,6 +264,7 @@ class IngestService:
         allow_stale: bool,
         subscriptions: SubscriptionMatcher,
         claimed_here: Mapping[str, _Claimed],
+        batch_id: str,
     ) -> IngestResult | _Claimed | _Copy:
         """Read and claim one message: its final result (rejected, duplicate) or its claim."""
         self.telemetry.record_started(message)
@@ -273,9 +283,23 @@ class IngestService:
         if event.event_id in claimed_here:
             # Our own claim, not another invocation's: the copy waits for this batch's outcome.
             return _Copy(event.event_id)
+        # The fan-out is decided before the claim (subscriptions are cached), so that the
+        # claim's one write records it and no later write per event is needed.
+        webhook = to_webhook(event, release=self.producer_release)
+        payload = webhook_json(webhook)
+        tasks = delivery_tasks_for(
+            event_id=event.event_id,
+            tenant_id=event.tenant_id,
+            event_type=event.event_type,
+            payload=payload,
+            subscriptions=subscriptions.matching(event.tenant_id, event.event_type),
+        )
+        plan = FanOutPlan(batch_id, payload, tuple(task.subscription_id for task in tasks))
 
         try:
-            attempt = self.claims.claim_event(event, lease_ms=self._lease_ms(remaining_ms))
+            attempt = self.claims.claim_event(
+                event, lease_ms=self._lease_ms(remaining_ms), plan=plan
+            )
         except ClaimInProgressError as busy:
             self.telemetry.claim_busy(event.event_id)
             if self.busy_records is not None and message.receipt_handle:
@@ -284,23 +308,9 @@ class IngestService:
         if isinstance(attempt, Duplicate):
             self.telemetry.duplicate(attempt.existing, tenant_id=event.tenant_id)
             return IngestResult(IngestOutcome.DUPLICATE, event_id=event.event_id)
-        claim = attempt
-        if claim.took_over is not None:
-            self.telemetry.claim_taken_over(claim)
-        try:
-            webhook = to_webhook(event, release=self.producer_release)
-            payload = webhook_json(webhook)
-            tasks = delivery_tasks_for(
-                event_id=event.event_id,
-                tenant_id=event.tenant_id,
-                event_type=event.event_type,
-                payload=payload,
-                subscriptions=subscriptions.matching(event.tenant_id, event.event_type),
-            )
-        except Exception as error:
-            self._abandon(_Claimed(claim, None, "", ()), error)
-            raise
-        return _Claimed(claim, webhook.data, payload, tasks)
+        if attempt.took_over is not None:
+            self.telemetry.claim_taken_over(attempt)
+        return _Claimed(attempt, webhook.data, plan, tasks)
 
     def _fan_out(self, claimed: Sequence[_Claimed]) -> dict[str, Exception]:
         """Enqueue every claimed event's tasks together; the events whose tasks SQS refused."""
@@ -314,7 +324,7 @@ class IngestService:
         if self.analytics is None or not claimed:
             return {}
         try:
-            self.analytics.record([c.outcome for c in claimed if c.outcome is not None])
+            self.analytics.record([c.outcome for c in claimed])
         except AnalyticsError as error:
             # The sink says how many rows it refused, not which: every event of the call
             # retries (its deliveries are enqueued; deliver deduplicates them).
@@ -323,22 +333,21 @@ class IngestService:
             return {c.event_id: error for c in claimed}
         return {}
 
-    def _complete(self, claimed: _Claimed) -> IngestResult | Exception:
+    def _complete(
+        self, batch_id: str, claimed: Sequence[_Claimed]
+    ) -> dict[str, IngestResult | Exception]:
+        """One completion record for the batch's done events; on failure, each retries."""
         try:
-            record = self.claims.complete(
-                claimed.claim,
-                matched=len(claimed.tasks),
-                payload=claimed.payload,
-                subscription_ids=[task.subscription_id for task in claimed.tasks],
-            )
-        except ClaimLostError as lost:
-            return lost  # someone else owns it now: nothing of ours to release
+            records = self.claims.complete_batch(batch_id, [(c.claim, c.plan) for c in claimed])
         except Exception as error:
-            return self._abandon(claimed, error)
-        self.telemetry.accepted(record)
-        return IngestResult(
-            IngestOutcome.ACCEPTED, event_id=record.event_id, deliveries=record.matched or 0
-        )
+            return {c.event_id: self._abandon(c, error) for c in claimed}
+        results: dict[str, IngestResult | Exception] = {}
+        for record in records:
+            self.telemetry.accepted(record)
+            results[record.event_id] = IngestResult(
+                IngestOutcome.ACCEPTED, event_id=record.event_id, deliveries=record.matched or 0
+            )
+        return results
 
     def _abandon(self, claimed: _Claimed, error: Exception) -> Exception:
         """Release the claim after a failure, so the retry starts over at once."""
