@@ -72,6 +72,11 @@ GSI_ITEM_OVERHEAD: Final = 100
 FIREHOSE_RECORD_UNIT: Final = 5 * 1024
 # template.yaml's AnalyticsDeliveryStream flushes every 300 s (or 64 MiB): one S3 object each.
 FIREHOSE_FLUSHES_PER_MONTH: Final = 30 * 24 * 3600 // 300
+# TableCapacityMode=provisioned: the tables and indexes it provisions (template.yaml), the
+# auto scaling target, and a month of steady load for pricing them.
+PROVISIONED_TABLES: Final = ("ClaimsTable", "DeliveriesTable")
+PROVISIONED_TARGET_UTILIZATION: Final = 0.70
+HOURS_PER_MONTH: Final = 730
 # Athena bills at least 10 MB per query.
 ATHENA_MINIMUM_BYTES: Final = 10 * 1_000_000
 
@@ -92,6 +97,12 @@ PRICES: Final = {
     "sqs_request": Price(0.40 / MILLION, "64 KiB request", "SQS standard, first 100 B/month"),
     "dynamodb_wru": Price(0.625 / MILLION, "WRU", "DynamoDB on-demand, after Nov-2024 cut"),
     "dynamodb_rru": Price(0.125 / MILLION, "RRU", "DynamoDB on-demand, after Nov-2024 cut"),
+    "dynamodb_wcu_hour": Price(
+        0.00065, "WCU-hour", "DynamoDB provisioned, commonly cited; not in aws-facts: verify"
+    ),
+    "dynamodb_rcu_hour": Price(
+        0.00013, "RCU-hour", "DynamoDB provisioned, commonly cited; not in aws-facts: verify"
+    ),
     "kms_request": Price(0.03 / 10_000, "request", "KMS, commonly cited; not in aws-facts: verify"),
     "secrets_request": Price(0.05 / 10_000, "API call", "Secrets Manager"),
     "api_gateway_request": Price(1.00 / MILLION, "request", "API Gateway HTTP API, first 300 M"),
@@ -290,6 +301,8 @@ class CapacityUnits:
     # Final item sizes of the items written, per table (what the write units follow).
     sizes_by_table: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     index_writes_by_table: Counter[str] = field(default_factory=Counter)
+    # The part of `wru_by_table` charged to the table's index (each table has at most one).
+    index_wru_by_table: Counter[str] = field(default_factory=Counter)
 
 
 def dynamodb_units(calls: Iterable[Call], tables: Mapping[str, Table]) -> CapacityUnits:
@@ -319,8 +332,10 @@ def dynamodb_units(calls: Iterable[Call], tables: Mapping[str, Table]) -> Capaci
             if final:
                 for index in table.indexes:
                     if all(name in final for name in index):
-                        charged += units(size + GSI_ITEM_OVERHEAD, 1024)
+                        index_units = units(size + GSI_ITEM_OVERHEAD, 1024)
+                        charged += index_units
                         result.index_writes_by_table[table.name] += 1
+                        result.index_wru_by_table[table.name] += index_units
             result.wru += charged
             result.wru_by_table[table.name] += charged
         elif call.operation in ("GetItem", "Query"):
@@ -652,6 +667,37 @@ def fixed_lines(m: Measurement) -> list[tuple[str, float, Price, str]]:
     ]
 
 
+def provisioned_capacity(
+    m: Measurement,
+) -> tuple[float, list[tuple[str, str, float, int, float]]]:
+    """The event tables at a steady million events a month: their on-demand price, and per
+    table and index the average units per second, the units auto scaling would hold at its
+    target utilization (at least 1) and their monthly price."""
+    per_event = 1 / m.events
+    seconds = HOURS_PER_MONTH * 3600
+    rows: list[tuple[str, str, float, int, float]] = []
+    on_demand = 0.0
+    for logical_id in PROVISIONED_TABLES:
+        table = next(
+            (name for name in m.capacity.wru_by_table if name.endswith(logical_id)),
+            None,
+        ) or next((name for name in m.capacity.rru_by_table if name.endswith(logical_id)), "")
+        wru = m.capacity.wru_by_table[table] * per_event * MILLION
+        index_wru = m.capacity.index_wru_by_table[table] * per_event * MILLION
+        rru = m.capacity.rru_by_table[table] * per_event * MILLION
+        on_demand += wru * PRICES["dynamodb_wru"].usd + rru * PRICES["dynamodb_rru"].usd
+        for part, kind, requests, price in (
+            (logical_id, "writes", wru - index_wru, "dynamodb_wcu_hour"),
+            (logical_id, "reads", rru, "dynamodb_rcu_hour"),
+            (f"{logical_id} index", "writes", index_wru, "dynamodb_wcu_hour"),
+            (f"{logical_id} index", "reads", 0.0, "dynamodb_rcu_hour"),
+        ):
+            rate = requests / seconds
+            units_ = max(1, math.ceil(rate / PROVISIONED_TARGET_UTILIZATION))
+            rows.append((part, kind, rate, units_, units_ * HOURS_PER_MONTH * PRICES[price].usd))
+    return on_demand, rows
+
+
 def _idle_receive(call: Call) -> bool:
     return call.operation == "ReceiveMessage" and not call.response.get("Messages")
 
@@ -756,6 +802,26 @@ def report(m: Measurement) -> str:
     for name, quantity, price, note in fixed:
         say(f"  {name:<32}{quantity:>14,.0f}  {price.per:<16}{quantity * price.usd:>9.2f}  {note}")
     say(f"  {'total':<32}{'':>14}  {'':<16}{sum(q * p.usd for _, q, p, _ in fixed):>9.2f}")
+    say("")
+    on_demand_tables, provisioned = provisioned_capacity(m)
+    say(
+        "DynamoDB capacity mode for a steady 1M events a month (TableCapacityMode, "
+        "claims and deliveries tables)"
+    )
+    say(f"  {'table or index':<34}{'units/s':>9}{'provisioned':>13}{'$/month':>10}")
+    for name, kind, rate, units_, usd in provisioned:
+        say(f"  {name + ' ' + kind:<34}{rate:>9.2f}{units_:>13}{usd:>10.2f}")
+    provisioned_usd = sum(row[4] for row in provisioned)
+    say(
+        f"  on demand, the same requests: ${on_demand_tables:.2f}; provisioned with auto "
+        f"scaling at {100 * PROVISIONED_TARGET_UTILIZATION:.0f} % (at least 1 unit each): "
+        f"${provisioned_usd:.2f}"
+    )
+    with_provisioned = total - on_demand_tables + provisioned_usd
+    say(
+        f"  {'total for 1M events/month, provisioned':<40}${with_provisioned:>9.2f}"
+        "  (steady load: a burst above the provisioned rate is throttled until scaling follows)"
+    )
     say("")
     deliveries = m.subscriptions
     eventbridge = (
