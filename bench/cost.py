@@ -668,12 +668,12 @@ def fixed_lines(m: Measurement) -> list[tuple[str, float, Price, str]]:
 
 
 def provisioned_capacity(
-    m: Measurement,
+    m: Measurement, events_per_month: int = MILLION
 ) -> tuple[float, list[tuple[str, str, float, int, float]]]:
-    """The event tables at a steady million events a month: their on-demand price, and per
-    table and index the average units per second, the units auto scaling would hold at its
-    target utilization (at least 1) and their monthly price."""
-    per_event = 1 / m.events
+    """The event tables at a steady `events_per_month`: their on-demand price, and per table
+    and index the average units per second, the units auto scaling would hold at its target
+    utilization (at least 1) and their monthly price."""
+    per_event = events_per_month / MILLION / m.events
     seconds = HOURS_PER_MONTH * 3600
     rows: list[tuple[str, str, float, int, float]] = []
     on_demand = 0.0
@@ -821,6 +821,12 @@ def report(m: Measurement) -> str:
     say(
         f"  {'total for 1M events/month, provisioned':<40}${with_provisioned:>9.2f}"
         "  (steady load: a burst above the provisioned rate is throttled until scaling follows)"
+    )
+    ten_on_demand, ten_rows = provisioned_capacity(m, 10 * MILLION)
+    ten_provisioned = sum(row[4] for row in ten_rows)
+    say(
+        f"  at a steady 10M events a month: on demand ${ten_on_demand / 10:.2f}, provisioned "
+        f"${ten_provisioned / 10:.2f} per million events for these two tables"
     )
     say("")
     deliveries = m.subscriptions
