@@ -77,6 +77,8 @@ FIREHOSE_FLUSHES_PER_MONTH: Final = 30 * 24 * 3600 // 300
 PROVISIONED_TABLES: Final = ("ClaimsTable", "DeliveriesTable")
 PROVISIONED_TARGET_UTILIZATION: Final = 0.70
 HOURS_PER_MONTH: Final = 730
+# Rows per Firehose flush (one S3 object) at a steady million events a month.
+ROWS_PER_FLUSH: Final = MILLION // FIREHOSE_FLUSHES_PER_MONTH
 # Athena bills at least 10 MB per query.
 ATHENA_MINIMUM_BYTES: Final = 10 * 1_000_000
 
@@ -547,15 +549,19 @@ class AnalyticsWrites:
     records: int
     billed_bytes: int  # each record rounded up to 5 KB
     calls: int  # PutRecordBatch
+    # The same rows as Snappy Parquet (what S3 keeps), in files of one Firehose flush each.
+    parquet_bytes: int = 0
 
 
 def analytics_writes(data_dir: Path, before: set[Path]) -> AnalyticsWrites:
     """Each row file written after `before` is one `put_rows` call (`LocalFileSink`); its rows
     go through the Firehose sink's own packing (`pack_records`, `request_batches`)."""
     writes = rows = json_bytes = records = billed = calls = 0
+    lines: list[str] = []
     for path in row_files(data_dir):
         if path in before:
             continue
+        lines.extend(path.read_text().splitlines())
         written = [AnalyticsRow.model_validate_json(line) for line in path.read_text().splitlines()]
         packed = pack_records(written)
         writes += 1
@@ -565,7 +571,33 @@ def analytics_writes(data_dir: Path, before: set[Path]) -> AnalyticsWrites:
         unit = FIREHOSE_RECORD_UNIT
         billed += sum(unit * units(len(record.data), unit) for record in packed)
         calls += len(request_batches(packed))
-    return AnalyticsWrites(writes, rows, json_bytes, records, billed, calls)
+    return AnalyticsWrites(
+        writes, rows, json_bytes, records, billed, calls, parquet_bytes(lines, ROWS_PER_FLUSH)
+    )
+
+
+def parquet_bytes(lines: list[str], rows_per_file: int) -> int:
+    """The rows written as Snappy Parquet by DuckDB, `rows_per_file` a file: an estimate of what
+    Firehose's conversion stores (its column types come from the Glue table, DuckDB's from the
+    JSON; both Snappy-compressed, one file per flush)."""
+    import tempfile
+
+    import duckdb
+
+    total = 0
+    connection = duckdb.connect()
+    with tempfile.TemporaryDirectory() as folder:
+        for start in range(0, len(lines), rows_per_file):
+            source = Path(folder) / f"rows-{start}.jsonl"
+            target = Path(folder) / f"rows-{start}.parquet"
+            source.write_text("\n".join(lines[start : start + rows_per_file]) + "\n")
+            connection.execute(
+                f"COPY (SELECT * FROM read_json_auto('{source}')) TO '{target}' "
+                "(FORMAT parquet, COMPRESSION snappy)"
+            )
+            total += target.stat().st_size
+    connection.close()
+    return total
 
 
 def _line_count(path: Any) -> int:
@@ -612,7 +644,8 @@ def cost_lines(m: Measurement) -> list[Line]:
         ("Data transfer out (POSTs)", m.egress_bytes / 1e9, "GB", "egress_gb"),
         # The analytics rows: Firehose bills what it ingests per 5 KB record and converts the
         # same volume to Parquet (billed on the ingested volume: an assumption to check); S3
-        # keeps the rows their retention (their JSON size: an upper bound of the Parquet).
+        # keeps the rows their retention (their Snappy Parquet size, measured with DuckDB in
+        # files of one flush at 1M events a month).
         ("Firehose ingestion (analytics)", m.analytics.billed_bytes / 1e9, "GB", "firehose_gb"),
         (
             "Firehose Parquet conversion",
@@ -622,7 +655,7 @@ def cost_lines(m: Measurement) -> list[Line]:
         ),
         (
             "S3 storage of the rows",
-            m.analytics.json_bytes / 1e9 * m.analytics_retention_days / 30,
+            m.analytics.parquet_bytes / 1e9 * m.analytics_retention_days / 30,
             "GB-month",
             "s3_gb_month",
         ),
@@ -770,7 +803,9 @@ def report(m: Measurement) -> str:
         f"writes per event; on AWS {written.records * per_event:.2f} Firehose records of "
         f"{written.json_bytes / max(1, written.records):.0f} B (billed "
         f"{written.billed_bytes / max(1, written.records):.0f} B each) in "
-        f"{written.calls * per_event:.2f} PutRecordBatch calls per event"
+        f"{written.calls * per_event:.2f} PutRecordBatch calls per event; stored as "
+        f"{written.parquet_bytes / max(1, written.rows):.0f} B of Snappy Parquet per row (DuckDB, "
+        f"files of {ROWS_PER_FLUSH} rows: one Firehose flush at 1M events a month)"
     )
     say("")
     say("Monthly cost per million events (us-east-1, arm64, on demand, no free tier)")

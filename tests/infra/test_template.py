@@ -122,6 +122,9 @@ def test_sqs_event_sources_take_batch_size_and_concurrency_from_parameters(
         assert 1 <= batch["MinValue"] <= batch["Default"] <= batch["MaxValue"] <= 10
         assert 2 <= concurrency["MinValue"] <= concurrency["Default"] <= concurrency["MaxValue"]
         assert concurrency["MaxValue"] <= 1000
+        # Lambda's window is 0..300 s; 0 (no waiting) by default, so latency is unchanged.
+        window = template["Parameters"][event["MaximumBatchingWindowInSeconds"]["Ref"]]
+        assert 0 == window["MinValue"] == window["Default"] and window["MaxValue"] == 300
 
 
 def test_queue_visibility_is_at_least_six_times_the_consumer_timeout(

@@ -22,6 +22,7 @@ is stored zlib-compressed (a body of about 950 B shrinks to about 460 B), and th
 subscription ids are a string set, from which the management API derives the event's delivery
 ids instead of querying an index of the deliveries table (docs/architecture.md).
 """
+
 from __future__ import annotations
 
 import secrets
