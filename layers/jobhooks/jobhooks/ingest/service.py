@@ -1,27 +1,30 @@
-"""The ingest use case: one forwarded message in, its deliveries enqueued (or its rejection kept).
+"""The ingest use case: forwarded messages in, their deliveries enqueued (or rejections kept).
 
-`IngestService.ingest_record` reads in the order an event flows:
+`IngestService.ingest_messages` takes an invocation's messages and reads in the order an event
+flows:
 
-1. verify and read the message (`jobhooks.inbound.job_events`); a rejection is quarantined,
+1. verify and read each message (`jobhooks.inbound.job_events`); a rejection is quarantined,
    counted and acknowledged;
-2. claim its `ce-id` with a lease (`claims`); a duplicate of a done event is acknowledged with no
-   side effect, one still in progress elsewhere is retried later;
-3. build the webhook payload once, match the tenant's subscriptions, enqueue one delivery task
-   each (`fan_out`);
-4. write the event's analytics row (`jobhooks.analytics`): the webhook's outcome, whether or not
-   a subscription wanted it;
-5. complete the claim, which records the fan-out (and lists the event as unmatched when nothing
-   wanted it).
+2. build its webhook payload once and match the tenant's subscriptions (cached), then claim its
+   `ce-id` with a lease (`claims`), the claim carrying that fan-out and the id of the
+   invocation's completion record; a duplicate of a done event is acknowledged with no side
+   effect, one still in progress elsewhere is retried later;
+3. enqueue the delivery tasks of every claimed event together (`fan_out`: 10 a call);
+4. write their analytics rows in one sink call (`jobhooks.analytics`): the webhooks' outcomes,
+   whether or not a subscription wanted them;
+5. write the completion record that lists the events done: one write for the batch instead of
+   an update per claim (docs/cost.md).
 
-A record is acknowledged only when `ingest_record` returns. Whatever fails after step 2 releases
-the claim (conditional on its token) and re-raises, so the retry starts over at once; a crash
-leaves the claim to its lease. The row is written after the deliveries are enqueued, so a sink
-that fails delays the claim's completion, never a webhook: the retry enqueues the same delivery
-tasks (same ids, deduplicated by deliver) and writes the row then (docs/analytics.md, "When a row
-cannot be written"). The management API re-fans an event out (`refan_out`, no row: the event
-has one) and replays a quarantined message through this same path (`reingest`, a row).
+A message's result is returned only when it may be acknowledged. An event that fails after
+step 2 has its claim released (conditional on its token) and its error returned, so the retry
+starts over at once; the other events go on. A crash leaves the claims to their lease and their
+completion record. The rows are written after the deliveries are enqueued, so a sink that fails
+delays the claims' completion, never a webhook: the retry enqueues the same delivery tasks (same
+ids, deduplicated by deliver) and writes the rows then (docs/analytics.md, "When a row cannot
+be written"). `ingest_record` is the same path for one message. The management API re-fans an
+event out (`refan_out`, no row: the event has one) and replays a quarantined message through
+this same path (`reingest`, a row).
 """
-
 from __future__ import annotations
 
 import secrets
