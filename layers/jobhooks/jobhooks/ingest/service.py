@@ -25,6 +25,7 @@ be written"). `ingest_record` is the same path for one message. The management A
 event out (`refan_out`, no row: the event has one) and replays a quarantined message through
 this same path (`reingest`, a row).
 """
+
 from __future__ import annotations
 
 import secrets
