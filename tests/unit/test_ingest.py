@@ -430,3 +430,4 @@ def test_an_invocation_logs_one_info_line_naming_its_accepted_events(
         1,
     )
     assert (batch["deliveries"], batch["accepted_ids"]) == (3, ["e1", "e2"])
+    assert batch["duplicate_ids"] == ["e1"]

@@ -194,6 +194,7 @@ class IngestService:
             allow_stale=allow_stale,
             subscriptions=subscriptions,
         )
+        self.telemetry.batch_ingested([result])
         if isinstance(result, Exception):
             raise result
         return result

@@ -112,9 +112,11 @@ class IngestTelemetry:
         )
 
     def batch_ingested(self, results: Sequence[IngestResult | Exception]) -> None:
-        """One compact INFO line per invocation: its outcomes counted, its accepted ids."""
+        """One compact INFO line per invocation: its outcomes counted, its accepted and
+        duplicate event ids (what the per-event INFO lines used to say)."""
         outcomes: Counter[str] = Counter()
         accepted: list[str] = []
+        duplicates: list[str] = []
         deliveries = 0
         for result in results:
             if isinstance(result, Exception):
@@ -124,9 +126,16 @@ class IngestTelemetry:
             if result.outcome is IngestOutcome.ACCEPTED and result.event_id:
                 accepted.append(result.event_id)
                 deliveries += result.deliveries
+            elif result.outcome is IngestOutcome.DUPLICATE and result.event_id:
+                duplicates.append(result.event_id)
         self.logger.info(
             "ingest batch done",
-            extra={**outcomes, "deliveries": deliveries, "accepted_ids": accepted},
+            extra={
+                **outcomes,
+                "deliveries": deliveries,
+                "accepted_ids": accepted,
+                "duplicate_ids": duplicates,
+            },
         )
 
     def fan_out_failed(self, event_id: str, error: Exception, *, released: bool) -> None:
