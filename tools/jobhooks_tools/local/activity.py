@@ -63,7 +63,7 @@ def describe_all(record: logging.LogRecord) -> list[Activity]:
     if record.getMessage() == "ingest batch done":
         fields = record.__dict__
         return [
-            _activity(record, "ingest", "accepted", f"{_short(event_id)} (in a batch: acked)")
+            _activity(record, "ingest", "accepted", f"{_short(event_id)} (fanned out: acked)")
             for event_id in fields.get("accepted_ids") or []
         ] + [
             _activity(
