@@ -72,6 +72,13 @@ GSI_ITEM_OVERHEAD: Final = 100
 FIREHOSE_RECORD_UNIT: Final = 5 * 1024
 # template.yaml's AnalyticsDeliveryStream flushes every 300 s (or 64 MiB): one S3 object each.
 FIREHOSE_FLUSHES_PER_MONTH: Final = 30 * 24 * 3600 // 300
+# TableCapacityMode=provisioned: the tables and indexes it provisions (template.yaml), the
+# auto scaling target, and a month of steady load for pricing them.
+PROVISIONED_TABLES: Final = ("ClaimsTable", "DeliveriesTable")
+PROVISIONED_TARGET_UTILIZATION: Final = 0.70
+HOURS_PER_MONTH: Final = 730
+# Rows per Firehose flush (one S3 object) at a steady million events a month.
+ROWS_PER_FLUSH: Final = MILLION // FIREHOSE_FLUSHES_PER_MONTH
 # Athena bills at least 10 MB per query.
 ATHENA_MINIMUM_BYTES: Final = 10 * 1_000_000
 
@@ -92,6 +99,12 @@ PRICES: Final = {
     "sqs_request": Price(0.40 / MILLION, "64 KiB request", "SQS standard, first 100 B/month"),
     "dynamodb_wru": Price(0.625 / MILLION, "WRU", "DynamoDB on-demand, after Nov-2024 cut"),
     "dynamodb_rru": Price(0.125 / MILLION, "RRU", "DynamoDB on-demand, after Nov-2024 cut"),
+    "dynamodb_wcu_hour": Price(
+        0.00065, "WCU-hour", "DynamoDB provisioned, commonly cited; not in aws-facts: verify"
+    ),
+    "dynamodb_rcu_hour": Price(
+        0.00013, "RCU-hour", "DynamoDB provisioned, commonly cited; not in aws-facts: verify"
+    ),
     "kms_request": Price(0.03 / 10_000, "request", "KMS, commonly cited; not in aws-facts: verify"),
     "secrets_request": Price(0.05 / 10_000, "API call", "Secrets Manager"),
     "api_gateway_request": Price(1.00 / MILLION, "request", "API Gateway HTTP API, first 300 M"),
@@ -290,6 +303,8 @@ class CapacityUnits:
     # Final item sizes of the items written, per table (what the write units follow).
     sizes_by_table: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     index_writes_by_table: Counter[str] = field(default_factory=Counter)
+    # The part of `wru_by_table` charged to the table's index (each table has at most one).
+    index_wru_by_table: Counter[str] = field(default_factory=Counter)
 
 
 def dynamodb_units(calls: Iterable[Call], tables: Mapping[str, Table]) -> CapacityUnits:
@@ -319,8 +334,10 @@ def dynamodb_units(calls: Iterable[Call], tables: Mapping[str, Table]) -> Capaci
             if final:
                 for index in table.indexes:
                     if all(name in final for name in index):
-                        charged += units(size + GSI_ITEM_OVERHEAD, 1024)
+                        index_units = units(size + GSI_ITEM_OVERHEAD, 1024)
+                        charged += index_units
                         result.index_writes_by_table[table.name] += 1
+                        result.index_wru_by_table[table.name] += index_units
             result.wru += charged
             result.wru_by_table[table.name] += charged
         elif call.operation in ("GetItem", "Query"):
@@ -532,15 +549,19 @@ class AnalyticsWrites:
     records: int
     billed_bytes: int  # each record rounded up to 5 KB
     calls: int  # PutRecordBatch
+    # The same rows as Snappy Parquet (what S3 keeps), in files of one Firehose flush each.
+    parquet_bytes: int = 0
 
 
 def analytics_writes(data_dir: Path, before: set[Path]) -> AnalyticsWrites:
     """Each row file written after `before` is one `put_rows` call (`LocalFileSink`); its rows
     go through the Firehose sink's own packing (`pack_records`, `request_batches`)."""
     writes = rows = json_bytes = records = billed = calls = 0
+    lines: list[str] = []
     for path in row_files(data_dir):
         if path in before:
             continue
+        lines.extend(path.read_text().splitlines())
         written = [AnalyticsRow.model_validate_json(line) for line in path.read_text().splitlines()]
         packed = pack_records(written)
         writes += 1
@@ -550,7 +571,33 @@ def analytics_writes(data_dir: Path, before: set[Path]) -> AnalyticsWrites:
         unit = FIREHOSE_RECORD_UNIT
         billed += sum(unit * units(len(record.data), unit) for record in packed)
         calls += len(request_batches(packed))
-    return AnalyticsWrites(writes, rows, json_bytes, records, billed, calls)
+    return AnalyticsWrites(
+        writes, rows, json_bytes, records, billed, calls, parquet_bytes(lines, ROWS_PER_FLUSH)
+    )
+
+
+def parquet_bytes(lines: list[str], rows_per_file: int) -> int:
+    """The rows written as Snappy Parquet by DuckDB, `rows_per_file` a file: an estimate of what
+    Firehose's conversion stores (its column types come from the Glue table, DuckDB's from the
+    JSON; both Snappy-compressed, one file per flush)."""
+    import tempfile
+
+    import duckdb
+
+    total = 0
+    connection = duckdb.connect()
+    with tempfile.TemporaryDirectory() as folder:
+        for start in range(0, len(lines), rows_per_file):
+            source = Path(folder) / f"rows-{start}.jsonl"
+            target = Path(folder) / f"rows-{start}.parquet"
+            source.write_text("\n".join(lines[start : start + rows_per_file]) + "\n")
+            connection.execute(
+                f"COPY (SELECT * FROM read_json_auto('{source}')) TO '{target}' "
+                "(FORMAT parquet, COMPRESSION snappy)"
+            )
+            total += target.stat().st_size
+    connection.close()
+    return total
 
 
 def _line_count(path: Any) -> int:
@@ -597,7 +644,8 @@ def cost_lines(m: Measurement) -> list[Line]:
         ("Data transfer out (POSTs)", m.egress_bytes / 1e9, "GB", "egress_gb"),
         # The analytics rows: Firehose bills what it ingests per 5 KB record and converts the
         # same volume to Parquet (billed on the ingested volume: an assumption to check); S3
-        # keeps the rows their retention (their JSON size: an upper bound of the Parquet).
+        # keeps the rows their retention (their Snappy Parquet size, measured with DuckDB in
+        # files of one flush at 1M events a month).
         ("Firehose ingestion (analytics)", m.analytics.billed_bytes / 1e9, "GB", "firehose_gb"),
         (
             "Firehose Parquet conversion",
@@ -607,7 +655,7 @@ def cost_lines(m: Measurement) -> list[Line]:
         ),
         (
             "S3 storage of the rows",
-            m.analytics.json_bytes / 1e9 * m.analytics_retention_days / 30,
+            m.analytics.parquet_bytes / 1e9 * m.analytics_retention_days / 30,
             "GB-month",
             "s3_gb_month",
         ),
@@ -650,6 +698,37 @@ def fixed_lines(m: Measurement) -> list[tuple[str, float, Price, str]]:
         ("alarms", m.alarms, PRICES["alarm_month"], "in template.yaml"),
         ("dashboard", m.dashboards, PRICES["dashboard_month"], "free if among the first 3"),
     ]
+
+
+def provisioned_capacity(
+    m: Measurement, events_per_month: int = MILLION
+) -> tuple[float, list[tuple[str, str, float, int, float]]]:
+    """The event tables at a steady `events_per_month`: their on-demand price, and per table
+    and index the average units per second, the units auto scaling would hold at its target
+    utilization (at least 1) and their monthly price."""
+    per_event = events_per_month / MILLION / m.events
+    seconds = HOURS_PER_MONTH * 3600
+    rows: list[tuple[str, str, float, int, float]] = []
+    on_demand = 0.0
+    for logical_id in PROVISIONED_TABLES:
+        table = next(
+            (name for name in m.capacity.wru_by_table if name.endswith(logical_id)),
+            None,
+        ) or next((name for name in m.capacity.rru_by_table if name.endswith(logical_id)), "")
+        wru = m.capacity.wru_by_table[table] * per_event * MILLION
+        index_wru = m.capacity.index_wru_by_table[table] * per_event * MILLION
+        rru = m.capacity.rru_by_table[table] * per_event * MILLION
+        on_demand += wru * PRICES["dynamodb_wru"].usd + rru * PRICES["dynamodb_rru"].usd
+        for part, kind, requests, price in (
+            (logical_id, "writes", wru - index_wru, "dynamodb_wcu_hour"),
+            (logical_id, "reads", rru, "dynamodb_rcu_hour"),
+            (f"{logical_id} index", "writes", index_wru, "dynamodb_wcu_hour"),
+            (f"{logical_id} index", "reads", 0.0, "dynamodb_rcu_hour"),
+        ):
+            rate = requests / seconds
+            units_ = max(1, math.ceil(rate / PROVISIONED_TARGET_UTILIZATION))
+            rows.append((part, kind, rate, units_, units_ * HOURS_PER_MONTH * PRICES[price].usd))
+    return on_demand, rows
 
 
 def _idle_receive(call: Call) -> bool:
@@ -724,7 +803,9 @@ def report(m: Measurement) -> str:
         f"writes per event; on AWS {written.records * per_event:.2f} Firehose records of "
         f"{written.json_bytes / max(1, written.records):.0f} B (billed "
         f"{written.billed_bytes / max(1, written.records):.0f} B each) in "
-        f"{written.calls * per_event:.2f} PutRecordBatch calls per event"
+        f"{written.calls * per_event:.2f} PutRecordBatch calls per event; stored as "
+        f"{written.parquet_bytes / max(1, written.rows):.0f} B of Snappy Parquet per row (DuckDB, "
+        f"files of {ROWS_PER_FLUSH} rows: one Firehose flush at 1M events a month)"
     )
     say("")
     say("Monthly cost per million events (us-east-1, arm64, on demand, no free tier)")
@@ -756,6 +837,32 @@ def report(m: Measurement) -> str:
     for name, quantity, price, note in fixed:
         say(f"  {name:<32}{quantity:>14,.0f}  {price.per:<16}{quantity * price.usd:>9.2f}  {note}")
     say(f"  {'total':<32}{'':>14}  {'':<16}{sum(q * p.usd for _, q, p, _ in fixed):>9.2f}")
+    say("")
+    on_demand_tables, provisioned = provisioned_capacity(m)
+    say(
+        "DynamoDB capacity mode for a steady 1M events a month (TableCapacityMode, "
+        "claims and deliveries tables)"
+    )
+    say(f"  {'table or index':<34}{'units/s':>9}{'provisioned':>13}{'$/month':>10}")
+    for name, kind, rate, units_, usd in provisioned:
+        say(f"  {name + ' ' + kind:<34}{rate:>9.2f}{units_:>13}{usd:>10.2f}")
+    provisioned_usd = sum(row[4] for row in provisioned)
+    say(
+        f"  on demand, the same requests: ${on_demand_tables:.2f}; provisioned with auto "
+        f"scaling at {100 * PROVISIONED_TARGET_UTILIZATION:.0f} % (at least 1 unit each): "
+        f"${provisioned_usd:.2f}"
+    )
+    with_provisioned = total - on_demand_tables + provisioned_usd
+    say(
+        f"  {'total for 1M events/month, provisioned':<40}${with_provisioned:>9.2f}"
+        "  (steady load: a burst above the provisioned rate is throttled until scaling follows)"
+    )
+    ten_on_demand, ten_rows = provisioned_capacity(m, 10 * MILLION)
+    ten_provisioned = sum(row[4] for row in ten_rows)
+    say(
+        f"  at a steady 10M events a month: on demand ${ten_on_demand / 10:.2f}, provisioned "
+        f"${ten_provisioned / 10:.2f} per million events for these two tables"
+    )
     say("")
     deliveries = m.subscriptions
     eventbridge = (

@@ -134,6 +134,8 @@ def test_functions_carry_their_event_source_settings(resources: LocalResources) 
     assert ingest.code_uri == "functions/ingest/" and ingest.handler == "app.handler"
     deliver = resources.functions["DeliverFunction"]
     assert (deliver.queue, deliver.timeout_seconds) == ("DeliveryQueue", 60)
+    # The template's batching windows (0 by default), which the local poller honours.
+    assert ingest.batching_window_seconds == deliver.batching_window_seconds == 0
     assert resources.functions["ApiFunction"].queue is None
     assert ingest.variables["POWERTOOLS_SERVICE_NAME"] == "jobhooks"
 

@@ -122,6 +122,9 @@ def test_sqs_event_sources_take_batch_size_and_concurrency_from_parameters(
         assert 1 <= batch["MinValue"] <= batch["Default"] <= batch["MaxValue"] <= 10
         assert 2 <= concurrency["MinValue"] <= concurrency["Default"] <= concurrency["MaxValue"]
         assert concurrency["MaxValue"] <= 1000
+        # Lambda's window is 0..300 s; 0 (no waiting) by default, so latency is unchanged.
+        window = template["Parameters"][event["MaximumBatchingWindowInSeconds"]["Ref"]]
+        assert 0 == window["MinValue"] == window["Default"] and window["MaxValue"] == 300
 
 
 def test_queue_visibility_is_at_least_six_times_the_consumer_timeout(
@@ -550,7 +553,11 @@ def test_table_has_the_key_and_indexes_of_the_architecture(
     defined = {d["AttributeName"] for d in table["AttributeDefinitions"]}
     keys = {expected["key"], *(a for pair in expected["indexes"].values() for a in pair)}
     assert defined == keys
-    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    # The event tables are on demand unless TableCapacityMode says provisioned.
+    assert table["BillingMode"] in (
+        "PAY_PER_REQUEST",
+        {"Fn::If": ["ProvisionedTables", "PROVISIONED", "PAY_PER_REQUEST"]},
+    )
     assert table["SSESpecification"] == {"SSEEnabled": True}
     ttl = table.get("TimeToLiveSpecification")
     if logical_id in TABLES_WITH_TTL:
@@ -663,6 +670,45 @@ def test_dashboard_shows_every_jobhooks_metric(template: dict[str, Any]) -> None
         assert "${" + queue + ".QueueName}" in body, queue
     # CloudFormation only substitutes: the body must already be valid JSON around ${...}.
     json.loads(re.sub(r"\$\{[^}]+\}", "x", body))
+
+
+def test_the_dashboard_can_be_left_out_and_is_there_by_default(template: dict[str, Any]) -> None:
+    assert template["Resources"]["Dashboard"]["Condition"] == "HasDashboard"
+    assert template["Outputs"]["DashboardName"]["Condition"] == "HasDashboard"
+    assert template["Conditions"]["HasDashboard"] == {
+        "Fn::Equals": [{"Ref": "CreateDashboard"}, "true"]
+    }
+    assert template["Parameters"]["CreateDashboard"]["Default"] == "true"
+
+
+def test_the_event_tables_can_be_provisioned_with_auto_scaling_and_are_on_demand_by_default(
+    template: dict[str, Any],
+) -> None:
+    assert template["Parameters"]["TableCapacityMode"]["Default"] == "on-demand"
+    assert template["Conditions"]["ProvisionedTables"] == {
+        "Fn::Equals": [{"Ref": "TableCapacityMode"}, "provisioned"]
+    }
+    targets = {
+        (target["Properties"]["ResourceId"]["Fn::Sub"], target["Properties"]["ScalableDimension"])
+        for target in resources(template, "AWS::ApplicationAutoScaling::ScalableTarget").values()
+    }
+    for table, index in (("ClaimsTable", "unmatched"), ("DeliveriesTable", "by_subscription")):
+        mode = properties(template, table)["BillingMode"]
+        assert mode == {"Fn::If": ["ProvisionedTables", "PROVISIONED", "PAY_PER_REQUEST"]}
+        (gsi,) = properties(template, table)["GlobalSecondaryIndexes"]
+        assert gsi["ProvisionedThroughput"]["Fn::If"][0] == "ProvisionedTables"
+        for kind in ("Read", "Write"):
+            assert (f"table/${{{table}}}", f"dynamodb:table:{kind}CapacityUnits") in targets
+            assert (
+                f"table/${{{table}}}/index/{index}",
+                f"dynamodb:index:{kind}CapacityUnits",
+            ) in targets
+    policies = resources(template, "AWS::ApplicationAutoScaling::ScalingPolicy")
+    assert len(policies) == len(targets) == 8
+    for logical_id, policy in policies.items():
+        assert template["Resources"][logical_id]["Condition"] == "ProvisionedTables"
+        configuration = policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+        assert configuration["TargetValue"] == 70
 
 
 def test_fetcher_keys_secret_is_created_only_without_an_arn(template: dict[str, Any]) -> None:

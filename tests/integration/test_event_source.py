@@ -228,6 +228,38 @@ def test_batches_hold_at_most_batch_size_records(sqs: Any) -> None:
     assert max(len(event["Records"]) for event in handler.events) <= 3
 
 
+def test_a_batching_window_waits_for_more_messages_before_invoking(sqs: Any) -> None:
+    queue_url = make_queue(sqs, visibility_timeout=30)
+    send(sqs, queue_url, "first")
+    later = threading.Timer(0.5, lambda: send(sqs, queue_url, "second", "third"))
+    later.start()
+    handler = RecordingHandler()
+    try:
+        stats = poller(sqs, queue_url, handler, batch_size=10, batching_window_seconds=2).run_once(
+            wait_time_seconds=0
+        )
+    finally:
+        later.join()
+
+    # One invocation with all three, as Lambda's MaximumBatchingWindowInSeconds would make it.
+    assert stats.received == 3
+    assert [len(event["Records"]) for event in handler.events] == [3]
+
+
+def test_a_batching_window_ends_a_batch_once_it_is_full(sqs: Any) -> None:
+    queue_url = make_queue(sqs, visibility_timeout=30)
+    send(sqs, queue_url, *[f"m{n}" for n in range(3)])
+    handler = RecordingHandler()
+    began = time.monotonic()
+
+    stats = poller(sqs, queue_url, handler, batch_size=3, batching_window_seconds=20).run_once(
+        wait_time_seconds=0
+    )
+
+    assert stats.received == 3
+    assert time.monotonic() - began < 10  # full: no waiting for the window
+
+
 # -- partial batch responses ---------------------------------------------------------------
 
 

@@ -67,6 +67,7 @@ class _Rule:
     times: int
     action: Callable[[], Any]
     hits: int = 0
+    when: Callable[[dict[str, Any]], bool] | None = None
 
 
 @dataclass
@@ -84,22 +85,35 @@ class Faults:
         target: str | None = None,
         times: int = 1,
         code: str = "InternalServerError",
+        when: Callable[[dict[str, Any]], bool] | None = None,
     ) -> _Rule:
         def raise_client_error() -> Any:
             raise ClientError({"Error": {"Code": code, "Message": "injected"}}, operation)
 
-        return self.on(operation, raise_client_error, target=target, times=times)
+        return self.on(operation, raise_client_error, target=target, times=times, when=when)
 
-    def crash(self, operation: str, *, target: str | None = None) -> _Rule:
+    def crash(
+        self,
+        operation: str,
+        *,
+        target: str | None = None,
+        when: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> _Rule:
         def crash() -> Any:
             raise SimulatedCrash(operation)
 
-        return self.on(operation, crash, target=target, times=1)
+        return self.on(operation, crash, target=target, times=1, when=when)
 
     def on(
-        self, operation: str, action: Callable[[], Any], *, target: str | None, times: int
+        self,
+        operation: str,
+        action: Callable[[], Any],
+        *,
+        target: str | None,
+        times: int,
+        when: Callable[[dict[str, Any]], bool] | None = None,
     ) -> _Rule:
-        rule = _Rule(operation, target, times, action)
+        rule = _Rule(operation, target, times, action, when=when)
         with self._lock:
             self._rules.append(rule)
         return rule
@@ -115,6 +129,7 @@ class Faults:
                     for rule in self._rules
                     if rule.operation == model.name
                     and rule.target in (None, target)
+                    and (rule.when is None or rule.when(body))
                     and rule.hits < rule.times
                 ),
                 None,
@@ -210,6 +225,11 @@ class Bridge:
         if item is None:
             return None
         return {name: next(iter(value.values())) for name, value in item.items()}
+
+    def claim_state(self, event_id: str) -> str | None:
+        """The claim's state as the store reads it (done once its completion record lists it)."""
+        record = self.claims().get(event_id)
+        return None if record is None else record.state.value
 
     def claims(self) -> ClaimStore:
         return ClaimStore(self.claims_table, self.dynamodb, retention_seconds=7 * 86400)
@@ -379,6 +399,12 @@ def event_for(tenant_id: str = "acme", **options: Any) -> SampleEvent:
     return make_job_event(demo_key(), tenant_id=tenant_id, **options)
 
 
+def completion_record(body: dict[str, Any]) -> bool:
+    """A request writing a completion record (`batch#…`), not a claim."""
+    key = (body.get("Item") or {}).get("event_id", {}).get("S", "")
+    return str(key).startswith("batch#")
+
+
 def event_id_of(event: SampleEvent) -> str:
     value = event.headers["ce-id"]
     assert isinstance(value, bytes)
@@ -406,11 +432,13 @@ def test_fans_out_one_task_per_matching_subscription_with_the_webhook_payload(
     event_id = event_id_of(event)
     claim = bridge.claim_item(event_id)
     assert claim is not None
-    assert claim["state"] == "done"
+    assert bridge.claim_state(event_id) == "done"
     assert claim["matched"] == "2"
     assert claim["tenant_id"] == "acme"
     assert claim["event_type"] == "job.completed"
-    assert "lease_until" not in claim
+    # Done through its completion record: the claim item itself is written once.
+    completion = bridge.claim_item(f"batch#{claim['batch_id']}")
+    assert completion is not None and event_id in completion["done"]
     assert "unmatched_tenant" not in claim
     for task in tasks:
         assert task.event_id == event_id
@@ -460,6 +488,47 @@ def test_a_completed_claim_is_one_write_unit(bridge: Bridge) -> None:
     assert dynamodb_item_size(item) <= 1024
 
 
+def test_a_batch_of_events_is_one_claim_write_each_and_one_completion_record(
+    bridge: Bridge,
+) -> None:
+    bridge.subscribe("acme")
+    bridge.subscribe("acme")
+    events = [event_for() for _ in range(10)]
+    bridge.send(*events)
+
+    stats = bridge.poller(batch_size=10).run_once()
+
+    assert (stats.succeeded, stats.failed) == (10, 0)
+    # No per-event completing update: ten claim puts and one completion record.
+    assert (bridge.faults.calls["PutItem"], bridge.faults.calls["UpdateItem"]) == (11, 0)
+    claims = [bridge.claim_item(event_id_of(event)) for event in events]
+    (batch_id,) = {claim["batch_id"] for claim in claims if claim is not None}
+    completion = bridge.dynamodb.get_item(
+        TableName=bridge.claims_table, Key={"event_id": {"S": f"batch#{batch_id}"}}
+    )["Item"]
+    assert sorted(completion["done"]["SS"]) == sorted(event_id_of(e) for e in events)
+    assert dynamodb_item_size(completion) <= 1024
+    assert all(bridge.claim_state(event_id_of(event)) == "done" for event in events)
+
+
+def test_a_completed_claim_whose_lease_ended_is_never_taken_over(bridge: Bridge) -> None:
+    bridge.subscribe("acme")
+    bridge.retry_quickly(lease_seconds=0.5)
+    event = event_for()
+    bridge.send(event)
+    bridge.run()
+    assert len(bridge.take_deliveries()) == 1
+    before = bridge.claim_item(event_id_of(event))
+    time.sleep(0.6)  # the lease has ended; only the completion record says it is done
+
+    bridge.send(event)
+    stats = bridge.run()
+
+    assert (stats.succeeded, stats.failed) == (1, 0)
+    assert bridge.take_deliveries() == []
+    assert bridge.claim_item(event_id_of(event)) == before
+
+
 def test_the_payload_is_the_outcome_webhook_body(bridge: Bridge) -> None:
     bridge.subscribe("acme")
     event = event_for()
@@ -484,6 +553,46 @@ def test_more_than_ten_subscriptions_are_sent_in_batches_of_ten(bridge: Bridge) 
 
     assert {task.subscription_id for task in bridge.take_deliveries()} == wanted
     assert bridge.faults.calls["SendMessageBatch"] == 2
+
+
+def test_the_events_of_one_invocation_share_send_message_batch_calls(bridge: Bridge) -> None:
+    bridge.subscribe("acme")
+    bridge.subscribe("acme")
+    events = [event_for() for _ in range(10)]
+    bridge.send(*events)
+
+    stats = bridge.poller(batch_size=10).run_once()
+
+    assert (stats.batches, stats.succeeded, stats.failed) == (1, 10, 0)
+    tasks = bridge.take_deliveries()
+    assert len(tasks) == 20
+    assert {task.event_id for task in tasks} == {event_id_of(event) for event in events}
+    # 20 tasks in two calls, not one call per event.
+    assert bridge.faults.calls["SendMessageBatch"] == 2
+
+
+def test_a_refused_shared_batch_fails_only_the_events_whose_tasks_it_held(
+    bridge: Bridge,
+) -> None:
+    bridge.subscribe("acme")
+    bridge.subscribe("acme")
+    bridge.retry_quickly(lease_seconds=60)  # a retry must not have to wait for this lease
+    events = [event_for() for _ in range(6)]  # 12 tasks: the first call holds five events'
+    bridge.faults.fail("SendMessageBatch", target=bridge.delivery_queue, code="InternalError")
+    bridge.send(*events)
+    poller = bridge.poller(batch_size=10)
+
+    first = poller.run_once()
+
+    assert (first.succeeded, first.failed) == (1, 5)
+    for event in events[:5]:
+        assert bridge.claim_item(event_id_of(event)) is None  # released at once
+    assert bridge.claim_state(event_id_of(events[5])) == "done"
+    retried = poller.run_until_idle(20, include_in_flight=True)
+    assert (retried.succeeded, retried.failed) == (5, 0)
+    tasks = bridge.take_deliveries()
+    assert len(tasks) == 12
+    assert len({task.delivery_id for task in tasks}) == 12
 
 
 # -------------------------------------------------------------------------- deduplication
@@ -592,7 +701,7 @@ def test_an_expired_claim_still_present_is_claimed_again(bridge: Bridge) -> None
 
     assert len(bridge.take_deliveries()) == 1
     claim = bridge.claim_item(event_id)
-    assert claim is not None and claim["state"] == "done"
+    assert claim is not None and bridge.claim_state(event_id) == "done"
     assert int(claim["expires_at"]) > time.time() + 6 * 86400
 
 
@@ -692,8 +801,7 @@ def test_crash_after_the_claim_is_retried_after_the_lease_and_fans_out_once(
     with pytest.raises(SimulatedCrash):
         poller.run_once()
 
-    claim = bridge.claim_item(event_id_of(event))
-    assert claim is not None and claim["state"] == "in_progress"  # nobody released it
+    assert bridge.claim_state(event_id_of(event)) == "in_progress"  # nobody released it
     assert bridge.take_deliveries() == []
     stats = poller.run_until_idle(20, include_in_flight=True)
     # Exactly one successful take-over. The lease runs from the claim and the visibility from the
@@ -701,7 +809,7 @@ def test_crash_after_the_claim_is_retried_after_the_lease_and_fans_out_once(
     # away as busy (counted as failed) before the take-over: that is the lease working, not a loss.
     assert stats.succeeded == 1
     assert len(bridge.take_deliveries()) == 2
-    assert bridge.claim_item(event_id_of(event))["state"] == "done"  # type: ignore[index]
+    assert bridge.claim_state(event_id_of(event)) == "done"
 
 
 def test_crash_between_fan_out_and_completion_re_enqueues_the_same_delivery_ids(
@@ -710,7 +818,7 @@ def test_crash_between_fan_out_and_completion_re_enqueues_the_same_delivery_ids(
     bridge.subscribe("acme")
     bridge.retry_quickly(lease_seconds=0.5, visibility_seconds=1)
     event = event_for()
-    bridge.faults.crash("UpdateItem", target=bridge.claims_table)
+    bridge.faults.crash("PutItem", target=bridge.claims_table, when=completion_record)
     bridge.send(event)
     poller = bridge.poller()
 
@@ -789,7 +897,7 @@ def test_dynamodb_error_on_completion_releases_the_claim_and_retries(bridge: Bri
     subscription = bridge.subscribe("acme")
     bridge.retry_quickly(lease_seconds=60)
     event = event_for()
-    bridge.faults.fail("UpdateItem", target=bridge.claims_table)
+    bridge.faults.fail("PutItem", target=bridge.claims_table, when=completion_record)
     bridge.send(event)
     poller = bridge.poller()
 
@@ -798,8 +906,7 @@ def test_dynamodb_error_on_completion_releases_the_claim_and_retries(bridge: Bri
     assert first.failed == 1
     assert bridge.claim_item(event_id_of(event)) is None
     poller.run_until_idle(20, include_in_flight=True)
-    claim = bridge.claim_item(event_id_of(event))
-    assert claim is not None and claim["state"] == "done"
+    assert bridge.claim_state(event_id_of(event)) == "done"
     tasks = bridge.take_deliveries()
     assert {task.delivery_id for task in tasks} == {
         delivery_id_for(event_id_of(event), subscription.subscription_id)

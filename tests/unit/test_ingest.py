@@ -11,11 +11,17 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
 from jobhooks.inbound.rejection import Reason
-from jobhooks.ingest.exceptions import FetcherKeysUnavailableError
+from jobhooks.ingest.exceptions import ClaimLostError, FetcherKeysUnavailableError
 from jobhooks.ingest.fan_out import MAX_BATCH_BYTES, _chunks, delivery_tasks_for
 from jobhooks.ingest.fetcher_keys import SecretKeys
 from jobhooks.ingest.inbound import InboundMessage, claimed_event_id
-from jobhooks.ingest.model import ClaimState, EventRecord, QuarantinedMessage
+from jobhooks.ingest.model import (
+    ClaimState,
+    EventRecord,
+    IngestOutcome,
+    IngestResult,
+    QuarantinedMessage,
+)
 from jobhooks.ingest.quarantine import quarantine_id_for
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.telemetry import PowertoolsTelemetry
@@ -390,3 +396,38 @@ def test_nothing_is_counted_while_metrics_are_disabled(monkeypatch: pytest.Monke
     )
 
     assert metrics.provider.metric_set == {}
+
+
+def test_an_invocation_logs_one_info_line_naming_its_accepted_events(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    metrics = Metrics(namespace="jobhooks", service="jobhooks-test")
+    metrics.clear_metrics()
+    telemetry = PowertoolsTelemetry(Logger(service="jobhooks-test", level="INFO"), metrics)
+    caplog.set_level("INFO")
+    _report_one_rejection_and_one_unmatched_event(telemetry)
+
+    telemetry.batch_ingested(
+        [
+            IngestResult(IngestOutcome.ACCEPTED, event_id="e1", deliveries=2),
+            IngestResult(IngestOutcome.ACCEPTED, event_id="e2", deliveries=1),
+            IngestResult(IngestOutcome.DUPLICATE, event_id="e1"),
+            IngestResult(IngestOutcome.REJECTED, reason=Reason.STALE_TIMESTAMP),
+            ClaimLostError("e3"),
+        ]
+    )
+
+    # The accepted event's own line is DEBUG now: the rejection's warning and the batch's line.
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "message rejected and quarantined"),
+        ("INFO", "ingest batch done"),
+    ]
+    batch = caplog.records[-1].__dict__
+    assert (batch["accepted"], batch["duplicate"], batch["rejected"], batch["retrying"]) == (
+        2,
+        1,
+        1,
+        1,
+    )
+    assert (batch["deliveries"], batch["accepted_ids"]) == (3, ["e1", "e2"])
+    assert batch["duplicate_ids"] == ["e1"]

@@ -28,6 +28,7 @@ from jobhooks.ingest.model import (
     Duplicate,
     EventPage,
     EventRecord,
+    FanOutPlan,
     IngestOutcome,
     QuarantinedMessage,
 )
@@ -60,7 +61,9 @@ class FakeClaims:
     tokens: dict[str, str] = field(default_factory=dict)
     fail_complete: Exception | None = None
 
-    def claim_event(self, event: JobEvent, *, lease_ms: int) -> Claim | Duplicate:
+    def claim_event(
+        self, event: JobEvent, *, lease_ms: int, plan: FanOutPlan | None = None
+    ) -> Claim | Duplicate:
         self.journal(f"claim lease={lease_ms}")
         existing = self.items.get(event.event_id)
         if existing is not None and existing.expires_at > NOW:
@@ -104,6 +107,20 @@ class FakeClaims:
         )
         self.items[claim.event_id] = record
         return record
+
+    def complete_batch(
+        self, batch_id: str, claimed: Sequence[tuple[Claim, FanOutPlan]]
+    ) -> list[EventRecord]:
+        # One write for the batch in the real store: a failure fails every claim of it.
+        return [
+            self.complete(
+                claim,
+                matched=plan.matched,
+                payload=plan.payload,
+                subscription_ids=plan.subscription_ids,
+            )
+            for claim, plan in claimed
+        ]
 
     def release(self, claim: Claim) -> bool:
         self.journal("release")
@@ -175,6 +192,17 @@ class FakeDeliveries:
             raise self.fail
         self.sent.extend(tasks)
         return len(tasks)
+
+    def enqueue_events(
+        self, events: Sequence[tuple[str, Sequence[DeliveryTask]]]
+    ) -> dict[str, Exception]:
+        failed: dict[str, Exception] = {}
+        for event_id, tasks in events:
+            try:
+                self.enqueue(event_id, tasks)
+            except Exception as error:
+                failed[event_id] = error
+        return failed
 
 
 @dataclass

@@ -47,15 +47,32 @@ class ActivityFeed(logging.Handler):
             return
         setattr(record, _SEEN, True)
         try:
-            activity = describe(record)
+            activities = describe_all(record)
         except Exception:  # a record of an unexpected shape must never break a handler
             return
-        if activity is not None:
+        for activity in activities:
             self.publish(activity)
 
     def publish(self, activity: Activity) -> None:
         with self._lock_sink:
             self._sink(activity)
+
+
+def describe_all(record: logging.LogRecord) -> list[Activity]:
+    """Every activity a log record reports: one per event of an ingest batch's line."""
+    if record.getMessage() == "ingest batch done":
+        fields = record.__dict__
+        return [
+            _activity(record, "ingest", "accepted", f"{_short(event_id)} (fanned out: acked)")
+            for event_id in fields.get("accepted_ids") or []
+        ] + [
+            _activity(
+                record, "ingest", "duplicate", f"{_short(event_id)} (already ingested: acked)"
+            )
+            for event_id in fields.get("duplicate_ids") or []
+        ]
+    activity = describe(record)
+    return [] if activity is None else [activity]
 
 
 def describe(record: logging.LogRecord) -> Activity | None:
@@ -68,15 +85,6 @@ def describe(record: logging.LogRecord) -> Activity | None:
         if event_id:
             text += f" ({event_id})"
         return _activity(record, "ingest", "rejected", text)
-    if "deliveries" in fields and "event_id" in fields:
-        count = fields["deliveries"] or 0
-        text = (
-            f"{event_id} tenant={fields.get('tenant_id', '')} "
-            f"-> {count} deliver{'y' if count == 1 else 'ies'}"
-        )
-        return _activity(record, "ingest", "accepted", text)
-    if message.startswith("duplicate of an ingested event"):
-        return _activity(record, "ingest", "duplicate", f"{event_id} (already ingested: acked)")
     if "attempt" in fields and "delivery_id" in fields:
         status = fields.get("status_code")
         outcome = f"HTTP {status}" if status is not None else str(fields.get("error") or "error")

@@ -540,6 +540,7 @@ class DevStack:
                 resources.queue_url(function.queue),
                 self._observed(function, handler),
                 batch_size=function.batch_size or 10,
+                batching_window_seconds=function.batching_window_seconds,
                 function_name=f"{resources.prefix}-{function.logical_id}",
                 function_timeout_seconds=float(function.timeout_seconds),
                 memory_limit_in_mb=function.memory_mb,

@@ -39,6 +39,8 @@ from typing import Any, Final
 logger = logging.getLogger("jobhooks.local.event_source")
 
 MAX_BATCH_SIZE: Final = 10
+# Lambda's most for an SQS mapping's MaximumBatchingWindowInSeconds.
+MAX_BATCHING_WINDOW_SECONDS: Final = 300
 DEFAULT_WAIT_TIME_SECONDS: Final = 1
 DEFAULT_FUNCTION_TIMEOUT_SECONDS: Final = 30.0
 LOCAL_ACCOUNT_ID: Final = "123456789012"
@@ -164,7 +166,12 @@ class SqsEventSource:
         on_error: Callable[[Exception], None] | None = None,
         initial_backoff_seconds: float = 0.2,
         max_backoff_seconds: float = 5.0,
+        batching_window_seconds: float = 0,
     ) -> None:
+        if not 0 <= batching_window_seconds <= MAX_BATCHING_WINDOW_SECONDS:
+            raise ValueError(
+                f"batching_window_seconds must be between 0 and {MAX_BATCHING_WINDOW_SECONDS}"
+            )
         if not 1 <= batch_size <= MAX_BATCH_SIZE:
             raise ValueError(f"batch_size must be between 1 and {MAX_BATCH_SIZE}")
         if not 0 <= wait_time_seconds <= 20:
@@ -178,6 +185,7 @@ class SqsEventSource:
         self._handler = handler
         self._sqs = sqs_client if sqs_client is not None else _default_sqs_client(wait_time_seconds)
         self._batch_size = batch_size
+        self._batching_window = batching_window_seconds
         self._wait_time_seconds = wait_time_seconds
         self._function_timeout = function_timeout_seconds
         self._memory_limit_in_mb = memory_limit_in_mb
@@ -207,6 +215,7 @@ class SqsEventSource:
         )
         if not messages:
             return BatchStats()
+        messages = self._fill_batch(messages)
         stats = self._invoke(messages)
         self._count(stats)
         if self._on_batch is not None:
@@ -331,13 +340,33 @@ class SqsEventSource:
             if stats.received == 0 and self._wait_time_seconds == 0:
                 self._stopping.wait(0.05)  # no long poll to pace an empty queue
 
+    def _fill_batch(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Like the mapping's `MaximumBatchingWindowInSeconds`: once a batch has begun, keep
+        receiving until it is full or the window since its first message has passed."""
+        if self._batching_window <= 0:
+            return messages
+        deadline = time.monotonic() + self._batching_window
+        while len(messages) < self._batch_size and not self._stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            more = self._receive_up_to(self._batch_size - len(messages), min(int(left), 20))
+            if not more:
+                # A short poll found nothing: wait a moment rather than spin until the window ends.
+                self._stopping.wait(min(0.05, max(0.0, deadline - time.monotonic())))
+            messages.extend(more)
+        return messages
+
     def _receive(self, wait_time_seconds: int) -> list[dict[str, Any]]:
+        return self._receive_up_to(self._batch_size, wait_time_seconds)
+
+    def _receive_up_to(self, count: int, wait_time_seconds: int) -> list[dict[str, Any]]:
         try:
             if self._queue_arn is None:
                 self._queue_arn = self._read_queue_arn()
             response = self._sqs.receive_message(
                 QueueUrl=self.queue_url,
-                MaxNumberOfMessages=self._batch_size,
+                MaxNumberOfMessages=count,
                 WaitTimeSeconds=wait_time_seconds,
                 AttributeNames=["All"],
                 MessageAttributeNames=["All"],

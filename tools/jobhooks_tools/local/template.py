@@ -166,6 +166,7 @@ class LocalFunction:
     queue: str | None = None
     batch_size: int | None = None
     maximum_concurrency: int | None = None
+    batching_window_seconds: int = 0
 
 
 @dataclass(frozen=True)
@@ -697,7 +698,7 @@ class _Provisioner:
             raise LocalTemplateError(
                 f"{logical_id} has several SQS event sources; one is supported"
             )
-        queue, batch_size, concurrency = queues[0] if queues else (None, None, None)
+        queue, batch_size, concurrency, window = queues[0] if queues else (None, None, None, 0)
         return LocalFunction(
             logical_id=logical_id,
             code_uri=_as_string(setting("CodeUri", "")),
@@ -710,11 +711,12 @@ class _Provisioner:
             queue=queue,
             batch_size=batch_size,
             maximum_concurrency=concurrency,
+            batching_window_seconds=window,
         )
 
     def _sqs_event_sources(
         self, logical_id: str, properties: Mapping[str, Any]
-    ) -> Iterator[tuple[str, int, int | None]]:
+    ) -> Iterator[tuple[str, int, int | None, int]]:
         for event in (properties.get("Events") or {}).values():
             if event.get("Type") != "SQS":
                 continue
@@ -732,6 +734,7 @@ class _Provisioner:
                 str(queue),
                 int(self._resolve(spec.get("BatchSize", 10))),
                 int(concurrency) if concurrency is not None else None,
+                int(self._resolve(spec.get("MaximumBatchingWindowInSeconds", 0))),
             )
 
 

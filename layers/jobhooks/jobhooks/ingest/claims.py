@@ -1,26 +1,33 @@
 """The claim on a `ce-id` (`ClaimsTable`): how ingest deduplicates events and never loses one.
 
 One item per event id. An invocation *claims* the id with one conditional PutItem that carries
-a lease; it fans out; then it *completes* the claim with one conditional UpdateItem, which turns
-the item into the event's record (matched count and subscription ids, webhook payload, tenant).
+a lease and the event's whole record: the fan-out decided before the claim (matched count and
+subscription ids, webhook payload, tenant) and the id of the invocation's *completion record*.
+Once the deliveries are enqueued and the rows written, one PutItem of that record
+(`batch#<id>`, listing the events done) completes every claim of the batch: the event is done
+when the record its claim names lists it. DynamoDB bills a write per item, so this is one write
+unit per event plus about one per ten events, instead of a put and an update per event.
+
 The claim can be taken when nobody holds it, when it expired (`expires_at`, seconds; DynamoDB's
 TTL deletes late, so expiry is checked here on every write and read, never left to TTL), or when
-it is still in progress but its lease (`lease_until`, milliseconds) ran out: the owner died. An
-owner that fails cleanly releases its claim at once, conditional on its token, so a retry need
-not wait for the lease.
+it is still in progress but its lease (`lease_until`, milliseconds) ran out and its completion
+record does not list it: the owner died before finishing. That record is read (strongly
+consistent) before a take-over, which is a second conditional put on the dead owner's token,
+so a finished event is never fanned out again. An owner that fails cleanly releases its claim
+at once, conditional on its token, so a retry need not wait for the lease. Claims written by
+earlier versions (completed with `state` done by an update, no `batch_id`) read as before.
 
-The completed item is kept under 1 KB, because DynamoDB bills the claim's put and its completing
-update per started KB of the whole item: the webhook payload is stored zlib-compressed (a
-completed body of about 950 B shrinks to about 460 B), and the matched subscription ids are a
-string set, from which the management API derives the event's delivery ids instead of querying
-an index of the deliveries table (docs/architecture.md).
+The claim item is kept under 1 KB, because DynamoDB bills it per started KB: the webhook payload
+is stored zlib-compressed (a body of about 950 B shrinks to about 460 B), and the matched
+subscription ids are a string set, from which the management API derives the event's delivery
+ids instead of querying an index of the deliveries table (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import secrets
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -35,7 +42,16 @@ from jobhooks.ingest.exceptions import (
     EventInProgressError,
     EventNotFoundError,
 )
-from jobhooks.ingest.model import Claim, ClaimState, Duplicate, EventPage, EventRecord, TakeOver
+from jobhooks.ingest.model import (
+    MAX_EVENTS_PER_BATCH_RECORD,
+    Claim,
+    ClaimState,
+    Duplicate,
+    EventPage,
+    EventRecord,
+    FanOutPlan,
+    TakeOver,
+)
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
@@ -53,6 +69,17 @@ if TYPE_CHECKING:
     from jobhooks.inbound.event import JobEvent
 
 UNMATCHED_INDEX: Final = "unmatched"
+# A completion record's key; no verified ce-id has this form (`fetcher.job.<status>.<job id>`).
+BATCH_KEY_PREFIX: Final = "batch#"
+
+
+def batch_key(batch_id: str) -> str:
+    return f"{BATCH_KEY_PREFIX}{batch_id}"
+
+
+def is_batch_key(event_id: str) -> bool:
+    return event_id.startswith(BATCH_KEY_PREFIX)
+
 
 # `state` is a DynamoDB reserved word.
 _NAMES: Final = {"#state": "state"}
@@ -81,10 +108,15 @@ class ClaimStore:
 
     # -- the ingest path -------------------------------------------------------------------
 
-    def claim_event(self, event: JobEvent, *, lease_ms: int) -> Claim | Duplicate:
+    def claim_event(
+        self, event: JobEvent, *, lease_ms: int, plan: FanOutPlan | None = None
+    ) -> Claim | Duplicate:
         """Claim `event.event_id` for `lease_ms`; `Duplicate` when it was already ingested.
 
-        Raises `ClaimInProgressError` while another invocation's lease is live.
+        With a `plan`, the claim carries the event's fan-out (payload, subscription ids) and the
+        id of the completion record that will list it (`complete_batch`): the event is done
+        when that record lists it, with no second write to its own item. Raises
+        `ClaimInProgressError` while another invocation's lease is live.
         """
         now = self._clock()
         now_ms = epoch_millis(now)
@@ -109,13 +141,18 @@ class ClaimStore:
             # An abandoned claim still disappears one retention period later.
             "expires_at": {"N": str(self._expires_at(now, claim.signed_at))},
         }
+        if plan is not None:
+            item.update(_planned_fan_out(plan, claim.tenant_id, now))
         try:
             response = self._dynamodb.put_item(
                 TableName=self.table_name,
                 Item=item,
+                # A claim with a completion record is taken over only after reading that record
+                # (`_take_over`): its owner may have finished, with nothing on the item to say so.
                 ConditionExpression=(
                     "attribute_not_exists(event_id) OR expires_at < :now "
-                    "OR (#state = :in_progress AND lease_until < :now_ms)"
+                    "OR (#state = :in_progress AND lease_until < :now_ms "
+                    "AND attribute_not_exists(batch_id))"
                 ),
                 ExpressionAttributeNames=_NAMES,
                 ExpressionAttributeValues={
@@ -134,9 +171,11 @@ class ClaimStore:
             if existing is None:
                 # Not expected from DynamoDB; treat it as held so the record is simply retried.
                 raise ClaimInProgressError(event.event_id, now_ms) from None
-            record = _record_from_item(existing)
+            record = self._resolve(existing)
             if record.state is ClaimState.DONE:
                 return Duplicate(record)
+            if "batch_id" in existing and (record.lease_until_ms or 0) < now_ms:
+                return self._take_over(claim, item, existing, now_ms)
             raise ClaimInProgressError(event.event_id, record.lease_until_ms or now_ms) from None
         replaced = response.get("Attributes")
         if replaced:
@@ -144,6 +183,76 @@ class ClaimStore:
             reason = TakeOver.LEASE_EXPIRED if old.expires_at > now else TakeOver.EXPIRED
             return replace(claim, took_over=reason)
         return claim
+
+    def _take_over(
+        self, claim: Claim, item: dict[str, Any], existing: dict[str, Any], now_ms: int
+    ) -> Claim:
+        """Replace a claim whose owner stopped before its completion record listed it."""
+        try:
+            self._dynamodb.put_item(
+                TableName=self.table_name,
+                Item=item,
+                # Still the dead owner's claim: another taker may have been faster.
+                ConditionExpression=(
+                    "claim_token = :token AND #state = :in_progress AND lease_until < :now_ms"
+                ),
+                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeValues={
+                    ":token": existing.get("claim_token", {"S": ""}),
+                    ":in_progress": {"S": ClaimState.IN_PROGRESS.value},
+                    ":now_ms": {"N": str(now_ms)},
+                },
+            )
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise AwsServiceError.from_client_error("PutItem (take over)", error) from error
+            raise ClaimInProgressError(claim.event_id, now_ms) from None
+        return replace(claim, took_over=TakeOver.LEASE_EXPIRED)
+
+    def complete_batch(
+        self, batch_id: str, claimed: Sequence[tuple[Claim, FanOutPlan]]
+    ) -> list[EventRecord]:
+        """Complete claims made with `plan.batch_id == batch_id` with one write for them all.
+
+        The completion record (`batch#<id>`) lists the events whose fan-out is done; it lives
+        as long as the longest-lived of their claims. One PutItem of up to about 1 KB for ten
+        events, instead of one UpdateItem per event.
+        """
+        if not claimed:
+            return []
+        if len(claimed) > MAX_EVENTS_PER_BATCH_RECORD:
+            raise ValueError(f"at most {MAX_EVENTS_PER_BATCH_RECORD} claims per completion record")
+        now = self._clock()
+        expires_at = max(self._expires_at(now, claim.signed_at) for claim, _ in claimed)
+        try:
+            self._dynamodb.put_item(
+                TableName=self.table_name,
+                Item={
+                    "event_id": {"S": batch_key(batch_id)},
+                    "done": {"SS": sorted({claim.event_id for claim, _ in claimed})},
+                    "done_at": {"S": format_time(now)},
+                    "expires_at": {"N": str(expires_at)},
+                },
+            )
+        except ClientError as error:
+            raise AwsServiceError.from_client_error("PutItem (completion record)", error) from error
+        return [
+            EventRecord(
+                event_id=claim.event_id,
+                state=ClaimState.DONE,
+                tenant_id=claim.tenant_id,
+                event_type=claim.event_type,
+                job_id=claim.job_id,
+                claimed_at=None,
+                expires_at=from_epoch_seconds(self._expires_at(now, claim.signed_at)),
+                done_at=now,
+                matched=plan.matched,
+                payload=plan.payload,
+                unmatched=plan.matched == 0,
+                subscription_ids=tuple(sorted(set(plan.subscription_ids))),
+            )
+            for claim, plan in claimed
+        ]
 
     def complete(
         self,
@@ -240,10 +349,39 @@ class ClaimStore:
         except ClientError as error:
             raise AwsServiceError.from_client_error("GetItem (claim)", error) from error
         item = response.get("Item")
-        if item is None:
+        if item is None or is_batch_key(event_id):
             return None
-        record = _record_from_item(item)
+        record = self._resolve(item)
         return None if record.expires_at <= self._clock() else record
+
+    def _resolve(self, item: dict[str, Any]) -> EventRecord:
+        """The record of a claim item; done when its completion record lists it."""
+        record = _record_from_item(item)
+        batch_id = _s(item, "batch_id")
+        if record.state is not ClaimState.IN_PROGRESS or batch_id is None:
+            return record
+        done_at = self._completed_at(batch_id, record.event_id)
+        if done_at is None:
+            return record
+        # An unmatched claim keeps its own `done_at`: the `unmatched` index's sort key (cursors).
+        return replace(
+            record, state=ClaimState.DONE, done_at=record.done_at or done_at, lease_until_ms=None
+        )
+
+    def _completed_at(self, batch_id: str, event_id: str) -> datetime | None:
+        try:
+            response = self._dynamodb.get_item(
+                TableName=self.table_name,
+                Key={"event_id": {"S": batch_key(batch_id)}},
+                # Strongly consistent: a take-over decided on a stale read would fan out again.
+                ConsistentRead=True,
+            )
+        except ClientError as error:
+            raise AwsServiceError.from_client_error("GetItem (completion record)", error) from error
+        item = response.get("Item")
+        if item is None or event_id not in item.get("done", {}).get("SS", []):
+            return None
+        return _time(_s(item, "done_at"))
 
     def get_done(self, event_id: str) -> EventRecord:
         """The record of an event that was fully ingested; raises otherwise."""
@@ -285,8 +423,9 @@ class ClaimStore:
                     "Query (unmatched events)", error
                 ) from error
             for item in response.get("Items", []):
-                record = _record_from_item(item)
-                if record.expires_at > now and record.unmatched:
+                record = self._resolve(item)
+                # A claim whose completion record does not list it yet is not done.
+                if record.expires_at > now and record.unmatched and record.state is ClaimState.DONE:
                     found.append(record)
             start_key = response.get("LastEvaluatedKey")
             if not start_key:
@@ -318,10 +457,15 @@ class ClaimStore:
             update.remove("unmatched_tenant")
         if added:
             update.add("subscription_ids", {"SS": list(added)})
+        # The caller read it done (`get_done`), perhaps through its completion record: say so
+        # on the item too. A claim its completion record lists is never taken over.
+        update.set("state", {"S": ClaimState.DONE.value})
+        update.remove("lease_until")
         done = update.value("done", {"S": ClaimState.DONE.value})
         now_value = update.value("now", {"N": str(epoch_seconds(now))})
         update.condition(
-            f"{update.name('state')} = {done} AND {update.name('expires_at')} > {now_value}"
+            f"({update.name('state')} = {done} OR attribute_exists({update.name('batch_id')})) "
+            f"AND {update.name('expires_at')} > {now_value}"
         )
         try:
             self._dynamodb.update_item(
@@ -357,6 +501,23 @@ def _record_from_item(item: dict[str, Any]) -> EventRecord:
     )
 
 
+def _planned_fan_out(plan: FanOutPlan, tenant_id: str, now: datetime) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "batch_id": {"S": plan.batch_id},
+        "matched": {"N": str(plan.matched)},
+        "payload": {"B": _compress(plan.payload)},
+    }
+    if plan.subscription_ids:
+        # DynamoDB refuses an empty set: no subscription, no attribute.
+        attributes["subscription_ids"] = {"SS": sorted(set(plan.subscription_ids))}
+    else:
+        # The sparse `unmatched` index lists it (its sort key is `done_at`: the decision's
+        # time); the listing shows it once its completion record lists it.
+        attributes["unmatched_tenant"] = {"S": tenant_id}
+        attributes["done_at"] = {"S": format_time(now)}
+    return attributes
+
+
 def _compress(payload: str) -> bytes:
     return zlib.compress(payload.encode("utf-8"), 9)
 
@@ -375,6 +536,8 @@ def _subscription_ids(item: dict[str, Any]) -> tuple[str, ...] | None:
     value = item.get("subscription_ids")
     if value and "SS" in value:
         return tuple(sorted(value["SS"]))
+    if "batch_id" in item and _n(item, "matched") == 0:
+        return ()  # a claim records its fan-out when it is made
     if item.get("state", {}).get("S") == ClaimState.DONE.value and _n(item, "matched") == 0:
         return ()
     # In progress, or completed before the claim recorded its subscriptions.

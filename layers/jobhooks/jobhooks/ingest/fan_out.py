@@ -4,7 +4,8 @@ Every task of an event carries the same payload (the webhook body, built once), 
 from (event, subscription), so sending a task twice (a retried fan-out) produces the same
 `delivery_id`, which the deliver side deduplicates. SendMessageBatch takes at most 10 entries
 and can answer 200 with some entries failed, so failed entries are sent again a few times; if
-any still fails the whole fan-out fails, and the caller releases its claim and retries.
+any of an event's tasks still fails, that event's fan-out fails, and the caller releases its
+claim and retries it. The tasks of all the events of an ingest invocation share batches.
 """
 
 from __future__ import annotations
@@ -72,14 +73,42 @@ class DeliveryQueue:
 
     def enqueue(self, event_id: str, tasks: Sequence[DeliveryTask]) -> int:
         """Send every task; returns how many. Raises unless SQS accepted all of them."""
-        for chunk in _chunks([(task, task.to_json()) for task in tasks]):
-            self._send_chunk(event_id, chunk, total=len(tasks))
+        failed = self.enqueue_events([(event_id, tasks)])
+        if failed:
+            raise failed[event_id]
         return len(tasks)
 
-    def _send_chunk(
-        self, event_id: str, chunk: Sequence[tuple[DeliveryTask, str]], *, total: int
-    ) -> None:
-        pending = {str(n): body for n, (_, body) in enumerate(chunk)}
+    def enqueue_events(
+        self, events: Sequence[tuple[str, Sequence[DeliveryTask]]]
+    ) -> dict[str, Exception]:
+        """Send the tasks of several events in shared batches; the events not fully accepted.
+
+        An ingest invocation's events share `SendMessageBatch` calls (10 tasks a call, whichever
+        event each belongs to) rather than one call per event: a batch of ten events with two
+        subscriptions each is 2 calls, not 10.
+        """
+        entries = [(event_id, task.to_json()) for event_id, tasks in events for task in tasks]
+        totals = {event_id: len(tasks) for event_id, tasks in events}
+        refused: dict[str, int] = {}
+        errors: dict[str, Exception] = {}
+        for chunk in _chunks(entries):
+            try:
+                not_sent, code = self._send_chunk(chunk)
+            except AwsServiceError as error:
+                for event_id, _ in chunk:
+                    errors.setdefault(event_id, error)
+                continue
+            for event_id, _ in not_sent:
+                refused[event_id] = refused.get(event_id, 0) + 1
+            for event_id, count in refused.items():
+                errors.setdefault(
+                    event_id, DeliveryEnqueueError(event_id, count, totals[event_id], code)
+                )
+        return errors
+
+    def _send_chunk(self, chunk: Sequence[tuple[str, str]]) -> tuple[list[tuple[str, str]], str]:
+        """Send one batch, again for its refused entries; those still refused, and SQS's code."""
+        pending = {str(n): entry for n, entry in enumerate(chunk)}
         code = "Unknown"
         for attempt in range(self._attempts):
             if attempt:
@@ -87,7 +116,9 @@ class DeliveryQueue:
             try:
                 response = self._sqs.send_message_batch(
                     QueueUrl=self.queue_url,
-                    Entries=[{"Id": id_, "MessageBody": body} for id_, body in pending.items()],
+                    Entries=[
+                        {"Id": id_, "MessageBody": body} for id_, (_, body) in pending.items()
+                    ],
                 )
             except ClientError as error:
                 # botocore already retried the call itself (throttling, 5xx).
@@ -99,16 +130,16 @@ class DeliveryQueue:
             if failures:
                 code = str(failures[0].get("Code", "Unknown"))
             # An entry SQS reports in neither list was not accepted either.
-            pending = {id_: body for id_, body in pending.items() if id_ not in accepted}
+            pending = {id_: entry for id_, entry in pending.items() if id_ not in accepted}
             if not pending:
-                return
-        raise DeliveryEnqueueError(event_id, len(pending), total, code)
+                return [], code
+        return list(pending.values()), code
 
 
 def _chunks(
-    entries: Sequence[tuple[DeliveryTask, str]],
-) -> Iterator[list[tuple[DeliveryTask, str]]]:
-    chunk: list[tuple[DeliveryTask, str]] = []
+    entries: Sequence[tuple[str, str]],
+) -> Iterator[list[tuple[str, str]]]:
+    chunk: list[tuple[str, str]] = []
     size = 0
     for entry in entries:
         entry_size = len(entry[1].encode("utf-8"))

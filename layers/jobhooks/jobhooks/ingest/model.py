@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from jobhooks.inbound.rejection import Reason
 from jobhooks.storage.times import format_time
@@ -42,6 +42,24 @@ class Claim:
     took_over: TakeOver | None = None
     signed_at: int | None = None
     """The claiming copy's `t`: the claim outlives every copy signed no later (claim_retention)."""
+
+
+# Events one completion record lists: about 1 KB per ten, far below DynamoDB's 400 KB item.
+MAX_EVENTS_PER_BATCH_RECORD: Final = 100
+
+
+@dataclass(frozen=True, slots=True)
+class FanOutPlan:
+    """What a claim records when it is made: the fan-out decided before the claim, and the
+    completion record (`batch_id`) that will say the fan-out was done."""
+
+    batch_id: str
+    payload: str
+    subscription_ids: tuple[str, ...]
+
+    @property
+    def matched(self) -> int:
+        return len(self.subscription_ids)
 
 
 @dataclass(frozen=True, slots=True)

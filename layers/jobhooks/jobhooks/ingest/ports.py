@@ -8,7 +8,7 @@ rows; tests may pass in-memory fakes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from jobhooks.delivery_task import DeliveryTask
@@ -16,12 +16,25 @@ from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.outcome import Outcome
 from jobhooks.inbound.rejection import RejectedMessageError
 from jobhooks.ingest.inbound import InboundMessage
-from jobhooks.ingest.model import Claim, Duplicate, EventPage, EventRecord, QuarantinedMessage
+from jobhooks.ingest.model import (
+    Claim,
+    Duplicate,
+    EventPage,
+    EventRecord,
+    FanOutPlan,
+    QuarantinedMessage,
+)
 from jobhooks.subscriptions.model import Subscription
 
 
 class EventClaims(Protocol):
-    def claim_event(self, event: JobEvent, *, lease_ms: int) -> Claim | Duplicate: ...
+    def claim_event(
+        self, event: JobEvent, *, lease_ms: int, plan: FanOutPlan | None = None
+    ) -> Claim | Duplicate: ...
+
+    def complete_batch(
+        self, batch_id: str, claimed: Sequence[tuple[Claim, FanOutPlan]]
+    ) -> list[EventRecord]: ...
 
     def complete(
         self,
@@ -65,6 +78,11 @@ class SubscriptionMatcher(Protocol):
 
 class DeliveryTasks(Protocol):
     def enqueue(self, event_id: str, tasks: Sequence[DeliveryTask]) -> int: ...
+
+    def enqueue_events(
+        self, events: Sequence[tuple[str, Sequence[DeliveryTask]]]
+    ) -> Mapping[str, Exception]:
+        """Send several events' tasks together; the error of each event not fully accepted."""
 
 
 class OutcomeRecorder(Protocol):

@@ -1,35 +1,41 @@
-"""The ingest use case: one forwarded message in, its deliveries enqueued (or its rejection kept).
+"""The ingest use case: forwarded messages in, their deliveries enqueued (or rejections kept).
 
-`IngestService.ingest_record` reads in the order an event flows:
+`IngestService.ingest_messages` takes an invocation's messages and reads in the order an event
+flows:
 
-1. verify and read the message (`jobhooks.inbound.job_events`); a rejection is quarantined,
+1. verify and read each message (`jobhooks.inbound.job_events`); a rejection is quarantined,
    counted and acknowledged;
-2. claim its `ce-id` with a lease (`claims`); a duplicate of a done event is acknowledged with no
-   side effect, one still in progress elsewhere is retried later;
-3. build the webhook payload once, match the tenant's subscriptions, enqueue one delivery task
-   each (`fan_out`);
-4. write the event's analytics row (`jobhooks.analytics`): the webhook's outcome, whether or not
-   a subscription wanted it;
-5. complete the claim, which records the fan-out (and lists the event as unmatched when nothing
-   wanted it).
+2. build its webhook payload once and match the tenant's subscriptions (cached), then claim its
+   `ce-id` with a lease (`claims`), the claim carrying that fan-out and the id of the
+   invocation's completion record; a duplicate of a done event is acknowledged with no side
+   effect, one still in progress elsewhere is retried later;
+3. enqueue the delivery tasks of every claimed event together (`fan_out`: 10 a call);
+4. write their analytics rows in one sink call (`jobhooks.analytics`): the webhooks' outcomes,
+   whether or not a subscription wanted them;
+5. write the completion record that lists the events done: one write for the batch instead of
+   an update per claim (docs/cost.md).
 
-A record is acknowledged only when `ingest_record` returns. Whatever fails after step 2 releases
-the claim (conditional on its token) and re-raises, so the retry starts over at once; a crash
-leaves the claim to its lease. The row is written after the deliveries are enqueued, so a sink
-that fails delays the claim's completion, never a webhook: the retry enqueues the same delivery
-tasks (same ids, deduplicated by deliver) and writes the row then (docs/analytics.md, "When a row
-cannot be written"). The management API re-fans an event out (`refan_out`, no row: the event
-has one) and replays a quarantined message through this same path (`reingest`, a row).
+A message's result is returned only when it may be acknowledged. An event that fails after
+step 2 has its claim released (conditional on its token) and its error returned, so the retry
+starts over at once; the other events go on. A crash leaves the claims to their lease and their
+completion record. The rows are written after the deliveries are enqueued, so a sink that fails
+delays the claims' completion, never a webhook: the retry enqueues the same delivery tasks (same
+ids, deduplicated by deliver) and writes the rows then (docs/analytics.md, "When a row cannot
+be written"). `ingest_record` is the same path for one message. The management API re-fans an
+event out (`refan_out`, no row: the event has one) and replays a quarantined message through
+this same path (`reingest`, a row).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
 
 from jobhooks.analytics.exceptions import AnalyticsError
+from jobhooks.delivery_task import DeliveryTask
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.inbound.outcome import Outcome, to_webhook, webhook_json
@@ -45,10 +51,12 @@ from jobhooks.ingest.fan_out import delivery_tasks_for
 from jobhooks.ingest.fetcher_keys import FetcherKeySource
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.model import (
+    MAX_EVENTS_PER_BATCH_RECORD,
     Claim,
     Duplicate,
     EventPage,
     EventRecord,
+    FanOutPlan,
     FanOutResult,
     IngestOutcome,
     IngestResult,
@@ -65,6 +73,27 @@ from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 from jobhooks.storage.times import utc_now
 
 DEFAULT_MAX_LEASE_MS: Final = 120_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Claimed:
+    """An event this invocation claimed, between its claim and its completion."""
+
+    claim: Claim
+    outcome: Outcome
+    plan: FanOutPlan
+    tasks: tuple[DeliveryTask, ...]
+
+    @property
+    def event_id(self) -> str:
+        return self.claim.event_id
+
+
+@dataclass(frozen=True, slots=True)
+class _Copy:
+    """Another copy of an event this invocation claimed earlier in the same batch."""
+
+    event_id: str
 
 
 class IngestService:
@@ -127,6 +156,30 @@ class IngestService:
             subscriptions=self.subscriptions,
         )
 
+    def ingest_messages(
+        self,
+        messages: Sequence[InboundMessage],
+        *,
+        remaining_ms: int | None = None,
+    ) -> list[IngestResult | Exception]:
+        """Ingest an invocation's messages together; one result (or the error to retry) each.
+
+        Each message is read and claimed on its own; then the deliveries of every claimed event
+        go out in shared `SendMessageBatch` calls (10 tasks a call, whichever events they
+        belong to), the claimed events' analytics rows in one sink call, and each claim is
+        completed. An event whose tasks or row were not accepted gets its error (its claim is
+        released), the others go on: a result is returned only when the message may be
+        acknowledged.
+        """
+        results = self._ingest_all(
+            messages,
+            remaining_ms=remaining_ms,
+            allow_stale=False,
+            subscriptions=self.subscriptions,
+        )
+        self.telemetry.batch_ingested(results)
+        return results
+
     def _ingest(
         self,
         message: InboundMessage,
@@ -135,6 +188,90 @@ class IngestService:
         allow_stale: bool,
         subscriptions: SubscriptionMatcher,
     ) -> IngestResult:
+        (result,) = self._ingest_all(
+            [message],
+            remaining_ms=remaining_ms,
+            allow_stale=allow_stale,
+            subscriptions=subscriptions,
+        )
+        self.telemetry.batch_ingested([result])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _ingest_all(
+        self,
+        messages: Sequence[InboundMessage],
+        *,
+        remaining_ms: int | None,
+        allow_stale: bool,
+        subscriptions: SubscriptionMatcher,
+    ) -> list[IngestResult | Exception]:
+        results: list[IngestResult | Exception | _Claimed | _Copy] = []
+        claimed_here: dict[str, _Claimed] = {}
+        batch = secrets.token_hex(8)
+        for message in messages:
+            claimed_or_not: IngestResult | _Claimed | _Copy
+            try:
+                claimed_or_not = self._claim(
+                    message,
+                    remaining_ms=remaining_ms,
+                    allow_stale=allow_stale,
+                    subscriptions=subscriptions,
+                    claimed_here=claimed_here,
+                    # One completion record per (at most) 100 claims of this invocation.
+                    batch_id=f"{batch}.{len(claimed_here) // MAX_EVENTS_PER_BATCH_RECORD}",
+                )
+            except Exception as error:
+                results.append(error)
+                continue
+            if isinstance(claimed_or_not, _Claimed):
+                claimed_here[claimed_or_not.event_id] = claimed_or_not
+            results.append(claimed_or_not)
+        claimed = list(claimed_here.values())
+        failed = self._fan_out(claimed)
+        failed.update(self._record_outcomes([c for c in claimed if c.event_id not in failed]))
+        completed: dict[str, IngestResult | Exception] = {}
+        by_batch: dict[str, list[_Claimed]] = {}
+        for claimed_event in claimed:
+            if claimed_event.event_id in failed:
+                completed[claimed_event.event_id] = self._abandon(
+                    claimed_event, failed[claimed_event.event_id]
+                )
+            else:
+                by_batch.setdefault(claimed_event.plan.batch_id, []).append(claimed_event)
+        for batch_id, done in by_batch.items():
+            completed.update(self._complete(batch_id, done))
+        finished: list[IngestResult | Exception] = []
+        for result in results:
+            if isinstance(result, _Claimed):
+                finished.append(completed[result.event_id])
+            elif isinstance(result, _Copy):
+                finished.append(self._copy_result(result, completed[result.event_id]))
+            else:
+                finished.append(result)
+        return finished
+
+    def _copy_result(
+        self, copy: _Copy, first: IngestResult | Exception
+    ) -> IngestResult | Exception:
+        """A second copy of an event claimed in the same batch shares the first one's fate."""
+        if isinstance(first, Exception):
+            return first
+        self.telemetry.duplicate_in_batch(copy.event_id)
+        return IngestResult(IngestOutcome.DUPLICATE, event_id=copy.event_id)
+
+    def _claim(
+        self,
+        message: InboundMessage,
+        *,
+        remaining_ms: int | None,
+        allow_stale: bool,
+        subscriptions: SubscriptionMatcher,
+        claimed_here: Mapping[str, _Claimed],
+        batch_id: str,
+    ) -> IngestResult | _Claimed | _Copy:
+        """Read and claim one message: its final result (rejected, duplicate) or its claim."""
         self.telemetry.record_started(message)
         try:
             event = self._read(message, allow_stale=allow_stale)
@@ -148,9 +285,26 @@ class IngestService:
                 quarantine_id=quarantined.quarantine_id,
             )
         self.telemetry.event_identified(event.event_id)
+        if event.event_id in claimed_here:
+            # Our own claim, not another invocation's: the copy waits for this batch's outcome.
+            return _Copy(event.event_id)
+        # The fan-out is decided before the claim (subscriptions are cached), so that the
+        # claim's one write records it and no later write per event is needed.
+        webhook = to_webhook(event, release=self.producer_release)
+        payload = webhook_json(webhook)
+        tasks = delivery_tasks_for(
+            event_id=event.event_id,
+            tenant_id=event.tenant_id,
+            event_type=event.event_type,
+            payload=payload,
+            subscriptions=subscriptions.matching(event.tenant_id, event.event_type),
+        )
+        plan = FanOutPlan(batch_id, payload, tuple(task.subscription_id for task in tasks))
 
         try:
-            attempt = self.claims.claim_event(event, lease_ms=self._lease_ms(remaining_ms))
+            attempt = self.claims.claim_event(
+                event, lease_ms=self._lease_ms(remaining_ms), plan=plan
+            )
         except ClaimInProgressError as busy:
             self.telemetry.claim_busy(event.event_id)
             if self.busy_records is not None and message.receipt_handle:
@@ -159,41 +313,56 @@ class IngestService:
         if isinstance(attempt, Duplicate):
             self.telemetry.duplicate(attempt.existing, tenant_id=event.tenant_id)
             return IngestResult(IngestOutcome.DUPLICATE, event_id=event.event_id)
-        claim = attempt
-        if claim.took_over is not None:
-            self.telemetry.claim_taken_over(claim)
+        if attempt.took_over is not None:
+            self.telemetry.claim_taken_over(attempt)
+        return _Claimed(attempt, webhook.data, plan, tasks)
 
+    def _fan_out(self, claimed: Sequence[_Claimed]) -> dict[str, Exception]:
+        """Enqueue every claimed event's tasks together; the events whose tasks SQS refused."""
+        groups = [(c.event_id, c.tasks) for c in claimed if c.tasks]
+        if not groups:
+            return {}
+        return dict(self.deliveries.enqueue_events(groups))
+
+    def _record_outcomes(self, claimed: Sequence[_Claimed]) -> dict[str, Exception]:
+        """Write the rows of the events whose deliveries are enqueued; the events to retry."""
+        if self.analytics is None or not claimed:
+            return {}
         try:
-            webhook = to_webhook(event, release=self.producer_release)
-            payload = webhook_json(webhook)
-            tasks = delivery_tasks_for(
-                event_id=event.event_id,
-                tenant_id=event.tenant_id,
-                event_type=event.event_type,
-                payload=payload,
-                subscriptions=subscriptions.matching(event.tenant_id, event.event_type),
-            )
-            if tasks:
-                self.deliveries.enqueue(event.event_id, tasks)
-            self._record_outcome(event.event_id, webhook.data)
-            record = self.claims.complete(
-                claim,
-                matched=len(tasks),
-                payload=payload,
-                subscription_ids=[task.subscription_id for task in tasks],
-            )
-        except ClaimLostError:
-            raise  # someone else owns it now: nothing of ours to release
+            self.analytics.record([c.outcome for c in claimed])
+        except AnalyticsError as error:
+            # The sink says how many rows it refused, not which: every event of the call
+            # retries (its deliveries are enqueued; deliver deduplicates them).
+            for c in claimed:
+                self.telemetry.analytics_write_failed(c.event_id, error)
+            return {c.event_id: error for c in claimed}
+        return {}
+
+    def _complete(
+        self, batch_id: str, claimed: Sequence[_Claimed]
+    ) -> dict[str, IngestResult | Exception]:
+        """One completion record for the batch's done events; on failure, each retries."""
+        try:
+            records = self.claims.complete_batch(batch_id, [(c.claim, c.plan) for c in claimed])
         except Exception as error:
-            # Only an exception: a crash (timeout, out of memory) runs nothing, and the lease
-            # is what frees the claim then.
-            released = self._release(claim)
-            self.telemetry.fan_out_failed(event.event_id, error, released=released)
-            raise
-        self.telemetry.accepted(record)
-        return IngestResult(
-            IngestOutcome.ACCEPTED, event_id=event.event_id, deliveries=record.matched or 0
-        )
+            return {c.event_id: self._abandon(c, error) for c in claimed}
+        results: dict[str, IngestResult | Exception] = {}
+        for record in records:
+            self.telemetry.accepted(record)
+            results[record.event_id] = IngestResult(
+                IngestOutcome.ACCEPTED, event_id=record.event_id, deliveries=record.matched or 0
+            )
+        return results
+
+    def _abandon(self, claimed: _Claimed, error: Exception) -> Exception:
+        """Release the claim after a failure, so the retry starts over at once."""
+        if isinstance(error, ClaimLostError):
+            return error
+        # Only an exception: a crash (timeout, out of memory) runs nothing, and the lease
+        # is what frees the claim then.
+        released = self._release(claimed.claim)
+        self.telemetry.fan_out_failed(claimed.event_id, error, released=released)
+        return error
 
     def check_keys(self) -> None:
         """Raise `FetcherKeysUnavailableError` now, once per invocation, not once per record."""
@@ -292,15 +461,6 @@ class IngestService:
         policy = replace(self.policy, keys=self.keys.keys())
         # freshness: a maximum age of 0 turns the stale check off (the future check stays).
         return replace(policy, max_age_seconds=0) if allow_stale else policy
-
-    def _record_outcome(self, event_id: str, outcome: Outcome) -> None:
-        if self.analytics is None:
-            return
-        try:
-            self.analytics.record([outcome])
-        except AnalyticsError as error:
-            self.telemetry.analytics_write_failed(event_id, error)
-            raise
 
     def _lease_ms(self, remaining_ms: int | None) -> int:
         if remaining_ms is None:
