@@ -43,9 +43,10 @@ def parse_json_object(body: bytes) -> dict[str, Any] | None:
         return None
     if b"\\ud" in body or b"\\uD" in body:  # only a \uD800-\uDFFF escape makes a surrogate
         try:
-            document = _without_lone_surrogates(document)
+            scrubbed: dict[str, Any] = _without_lone_surrogates(document)
         except RecursionError:
             return None
+        return scrubbed
     return document
 
 
