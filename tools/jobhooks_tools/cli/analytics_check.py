@@ -31,7 +31,7 @@ from jobhooks.inbound.keys import HmacKey, KeyConfigurationError, derive_externa
 from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.inbound.sanitize import categorize_error, sanitize_error_message
 
-from jobhooks_tools.cli.analytics import answer_question, list_rows
+from jobhooks_tools.cli.analytics_answers import answer_question, list_rows
 from jobhooks_tools.cli.api_client import EXIT_USAGE, ApiClient
 from jobhooks_tools.cli.exceptions import CliError
 from jobhooks_tools.cli.progress import Progress

@@ -10,13 +10,12 @@ Athena can take longer than API Gateway's 30 s: a route waits for the engine at 
 DuckDB (`jobhooks dev`) answers at once.
 
 The engine is built on the first analytics request, not when the module is imported: the other
-routes never pay for it (`analytics_engine`, which tests replace through the resolver's
+routes never pay for it (`dependencies.analytics_engine`, which tests replace through the resolver's
 `dependency_overrides`).
 """
 
 from __future__ import annotations
 
-import functools
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -39,12 +38,11 @@ from jobhooks.management.openapi import (
     WindowToQuery,
     documented,
 )
-from jobhooks.management.routes.dependencies import Operator
+from jobhooks.management.routes.dependencies import Operator, analytics_engine
 from jobhooks.storage.times import utc_now
 
 if TYPE_CHECKING:
-    from jobhooks.analytics.results import PendingQuery, QueryEngine, QueryResult, RowsResult
-    from jobhooks.analytics.settings import AnalyticsQuerySettings
+    from jobhooks.analytics.results import PendingQuery, QueryResult, RowsResult
 
 # The analytics package itself loads with the first analytics request: the API's other routes,
 # which are most of its traffic, never pay for it at cold start (docs/performance.md).
@@ -59,20 +57,6 @@ RESULT_RESERVE_SECONDS: Final = 4.0
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 logger = Logger(child=True)
-
-
-@functools.lru_cache(maxsize=4)
-def _engine_for(settings: AnalyticsQuerySettings) -> QueryEngine:
-    from jobhooks.analytics.engine import build_query_engine
-
-    return build_query_engine(settings)
-
-
-def analytics_engine() -> QueryEngine:
-    """The engine of this configuration: Athena on AWS, DuckDB on `jobhooks dev`."""
-    from jobhooks.analytics.settings import AnalyticsQuerySettings
-
-    return _engine_for(AnalyticsQuerySettings.from_env())
 
 
 # `Any`: the route's parameter types are read at import, and the engine's Protocol lives in the

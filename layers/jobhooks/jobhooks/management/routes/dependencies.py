@@ -9,9 +9,9 @@
 - `portal_session`: the verified session of a portal API request, from the authorizer's
   context; its writes must carry the portal's own header (`X-Jobhooks-Portal`), which a page of
   another site cannot send without a CORS preflight this API never grants.
-
-- `portal_analytics_engine` and `pseudonymizer`: the analytics query engine of the portal's
-  chart (None without an analytics table) and the pseudonymizer of the table's ids.
+- `analytics_engine`: the analytics query engine (Athena on AWS, DuckDB on `jobhooks dev`),
+  built with the first analytics request; `portal_analytics_engine` is the same for the
+  portal's chart (None without an analytics table), `pseudonymizer` the table's id pseudonyms.
 
 Tests replace the contexts and the engine with the resolver's `dependency_overrides`, keyed by
 these functions; nothing is patched.
@@ -97,12 +97,26 @@ def link_pass(request: Request) -> PortalPass:
 Link = Annotated[PortalPass, Depends(link_pass)]
 
 
-def portal_analytics_engine() -> Any:
-    """The analytics engine (`routes.analytics.analytics_engine`: Athena on AWS, the registered
-    local back end on `jobhooks dev`), or None when this deployment keeps no analytics table:
-    the portal then says so instead of failing."""
+def analytics_engine() -> Any:
+    """The engine of this configuration (a `jobhooks.analytics.results.QueryEngine`): Athena on
+    AWS, DuckDB on `jobhooks dev`. Built on the first analytics request, once per configuration.
+    """
     from jobhooks.analytics.settings import AnalyticsQuerySettings
-    from jobhooks.management.routes.analytics import analytics_engine
+
+    return _engine_for(AnalyticsQuerySettings.from_env())
+
+
+@functools.lru_cache(maxsize=4)
+def _engine_for(settings: Any) -> Any:
+    from jobhooks.analytics.engine import build_query_engine
+
+    return build_query_engine(settings)
+
+
+def portal_analytics_engine() -> Any:
+    """The analytics engine (`analytics_engine`), or None when this deployment keeps no
+    analytics table: the portal then says so instead of failing."""
+    from jobhooks.analytics.settings import AnalyticsQuerySettings
 
     settings = AnalyticsQuerySettings.from_env()
     if not (settings.analytics_workgroup or settings.analytics_dir):
