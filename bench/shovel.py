@@ -54,7 +54,7 @@ from jobhooks_tools.local.rabbitmq import (
 from jobhooks_tools.sample_events import demo_key, make_job_event
 from jobhooks_tools.shovel.forwarding import Delivery, SqsEntry, build_sqs_entry
 
-QUEUE = "jobhooks_tools.shovel.bench"
+QUEUE = "jobhooks.shovel.bench"
 
 
 def sample_messages(count: int) -> list[OutgoingMessage]:

@@ -636,9 +636,10 @@ def test_a_refused_request_is_a_console_line_of_jobhooks_dev() -> None:
     import logging
 
     from jobhooks_tools.local.activity import describe
+    from jobhooks_tools.local.aws_limits import guard
 
     record = logging.LogRecord(
-        "jobhooks_tools.local.aws_limits.guard",
+        guard.logger.name,  # the guard's own logger, whatever its name
         logging.ERROR,
         __file__,
         1,
@@ -650,3 +651,17 @@ def test_a_refused_request_is_a_console_line_of_jobhooks_dev() -> None:
     assert activity is not None
     assert (activity.source, activity.what) == ("aws", "refused")
     assert "sqs.message_characters" in activity.line()
+
+
+def test_a_shovel_warning_is_a_console_line_of_jobhooks_dev() -> None:
+    import logging
+
+    from jobhooks_tools.local.activity import describe
+    from jobhooks_tools.shovel.logs import get_logger
+
+    record = get_logger("consumer").makeRecord(
+        get_logger("consumer").name, logging.WARNING, __file__, 1, "message parked", (), None
+    )
+    activity = describe(record)
+    assert activity is not None
+    assert (activity.source, activity.what) == ("shovel", "warning")

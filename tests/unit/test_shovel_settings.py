@@ -24,7 +24,10 @@ def test_defaults_follow_the_producer_and_sqs() -> None:
     assert settings.exchange == "fetcher.job.events"
     assert settings.routing_keys == ("job.completed", "job.failed")
     assert settings.queue_type is QueueType.QUORUM
-    assert settings.parking_queue == f"{settings.queue}.parked"
+    # The queue names are deployed state: a shovel upgraded in place must consume the queue its
+    # predecessor declared (a renamed default would strand its messages in a queue still bound
+    # to the exchange, filling up with no consumer).
+    assert (settings.queue, settings.parking_queue) == ("jobhooks.shovel", "jobhooks.shovel.parked")
     assert settings.vhosts == ("/",)
     assert settings.region == "eu-west-1"
     assert settings.max_message_bytes == 1_048_576

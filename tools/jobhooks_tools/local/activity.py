@@ -99,10 +99,12 @@ def describe(record: logging.LogRecord) -> Activity | None:
         return _activity(
             record, "deliver", what, f"{event_id} -> {fields.get('subscription_id', '')}: {message}"
         )
-    if record.name.startswith("jobhooks_tools.local.aws_limits"):
+    # Logger names, not module paths: the tools log under the `jobhooks` logger (dev_stack
+    # attaches the console feed there), e.g. `jobhooks.local.aws_limits.guard`, `jobhooks.shovel`.
+    if record.name.startswith("jobhooks.local.aws_limits"):
         # A request real AWS would refuse (moto took it): a bug to fix, shown as it happens.
         return _activity(record, "aws", "refused", message)
-    if record.name.startswith("jobhooks_tools.shovel") and record.levelno >= logging.WARNING:
+    if record.name.startswith("jobhooks.shovel") and record.levelno >= logging.WARNING:
         details = getattr(record, "fields", None) or {}
         extra = " ".join(f"{key}={value}" for key, value in details.items())
         return _activity(record, "shovel", record.levelname.lower(), f"{message} {extra}".strip())

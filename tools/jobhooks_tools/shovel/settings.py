@@ -29,7 +29,7 @@ from pydantic import (
 from jobhooks_tools.shovel.exceptions import ShovelSettingsError
 
 DEFAULT_EXCHANGE = "fetcher.job.events"
-DEFAULT_QUEUE = "jobhooks_tools.shovel"
+DEFAULT_QUEUE = "jobhooks.shovel"
 DEFAULT_BINDINGS = ("job.completed", "job.failed")
 # v1.4.x producers publish job.<status>.<source>; `*` matches exactly one word in a topic key.
 LEGACY_BINDING = "job.*.*"
