@@ -384,7 +384,7 @@ class DevStack:
             [
                 sys.executable,
                 "-m",
-                # The `jobhooks` CLI under the AWS limits guard (jobhooks/local/aws_limits).
+                # The `jobhooks` CLI under the AWS limits guard (tools/jobhooks_tools/local/aws_limits).
                 "jobhooks_tools.local.aws_limits",
                 "shovel",
                 "--amqp-url",
