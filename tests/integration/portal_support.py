@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
-from jobhooks.portal.authorizer import SESSION_COOKIE
+from jobhooks.portal.callers import SESSION_COOKIE
 from jobhooks.portal.keys import parse_keys
 from jobhooks.portal.tokens import TokenClaims, TokenKind, new_token_id, seal
 from jobhooks_tools.local.api_server import load_gateway

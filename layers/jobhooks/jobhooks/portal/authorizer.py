@@ -27,12 +27,12 @@ from jobhooks.portal.callers import (
     CONTEXT_TENANT,
     CONTEXT_TOKEN_ID,
     PORTAL_SESSION_PATH,
+    SESSION_COOKIE,
 )
 from jobhooks.portal.exceptions import TokenError
 from jobhooks.portal.sessions import PortalSessions
 from jobhooks.portal.tokens import TokenKind
 
-SESSION_COOKIE: Final = "__Host-jobhooks-portal"
 LINK_HEADER: Final = "x-jobhooks-portal-link"
 
 logger = logging.getLogger(__name__)

@@ -37,6 +37,8 @@ PUBLIC_PATHS: Final = frozenset({"/portal", "/portal/"})
 PORTAL_ASSETS_PREFIX: Final = "/portal/assets/"
 PORTAL_API_PREFIX: Final = "/portal/api/"
 PORTAL_SESSION_PATH: Final = "/portal/session"
+# The session cookie: `__Host-` binds it to this host, path /, Secure (docs/portal.md).
+SESSION_COOKIE: Final = "__Host-jobhooks-portal"
 # The keys of the portal authorizer's context (functions/authorizer, `jobhooks.portal.authorizer`).
 CONTEXT_KIND: Final = "kind"
 CONTEXT_TENANT: Final = "tenant_id"

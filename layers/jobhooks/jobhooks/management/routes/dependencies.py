@@ -35,11 +35,9 @@ from jobhooks.portal.callers import (
     iam_principal,
     portal_pass,
 )
-from jobhooks.portal.context import PortalContext, get_portal_context
 from jobhooks.portal.exceptions import IamIdentityRequiredError, PortalHeaderRequiredError
 from jobhooks.portal.grants import tenants_of
 from jobhooks.portal.models import PORTAL_HEADER
-from jobhooks.portal.settings import PortalSettings
 from jobhooks.settings import ConfigurationError
 
 _SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -54,12 +52,18 @@ def management_context() -> ManagementContext:
     return get_management_context(settings)
 
 
-def portal_context() -> PortalContext:
+def portal_context() -> Any:
+    """The portal's context (`jobhooks.portal.context.PortalContext`): the access store and the
+    sessions. Imported on first use, so the API's cold start does not pay for the token and key
+    machinery before a request needs it."""
+    from jobhooks.portal.context import get_portal_context
+    from jobhooks.portal.settings import PortalSettings
+
     return get_portal_context(PortalSettings.from_env())
 
 
 Context = Annotated[ManagementContext, Depends(management_context)]
-Portal = Annotated[PortalContext, Depends(portal_context)]
+Portal = Annotated[Any, Depends(portal_context)]
 
 
 def caller(request: Request, portal: Portal) -> Caller:

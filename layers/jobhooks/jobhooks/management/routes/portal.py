@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
@@ -49,7 +49,7 @@ from jobhooks.management.routes.dependencies import (
     Session,
 )
 from jobhooks.portal import pages
-from jobhooks.portal.authorizer import SESSION_COOKIE
+from jobhooks.portal.callers import SESSION_COOKIE
 from jobhooks.portal.models import (
     JobHealthReport,
     PortalLink,
@@ -60,9 +60,11 @@ from jobhooks.portal.models import (
     Revocation,
     RevocationRequest,
 )
-from jobhooks.portal.sessions import IssuedToken
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 from jobhooks.storage.times import format_time
+
+if TYPE_CHECKING:
+    from jobhooks.portal.sessions import IssuedToken
 
 OK, CREATED, ACCEPTED, NO_CONTENT = (
     HTTPStatus.OK,
