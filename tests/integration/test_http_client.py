@@ -942,3 +942,31 @@ def test_cuts_off_a_kept_connection_at_the_total_deadline(
     assert 0.9 <= elapsed < 2.0
     assert (receiver.connections, len(receiver.requests)) == (1, 2)
     assert len(client.idle_connections) == 0
+
+
+def answer_then_read_and_hang_up(receiver: Receiver, connection: socket.socket) -> None:
+    """Answers the first request, reads the second and closes without an answer: from the
+    client's side, a kept connection that broke after the request went out."""
+    receiver.read_request(connection)
+    receiver.send(connection, kept_response(200))
+    receiver.read_request(connection)
+
+
+def test_does_not_post_again_when_a_kept_connection_breaks_after_the_request(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    receiver = tls_receiver(receivers, certificates, answer_then_read_and_hang_up)
+    client = make_client(certificates, resolving())
+    url = f"https://hook.test:{receiver.port}/"
+
+    first, second = post_twice(client, url)
+
+    assert first.status_code == 200
+    # The receiver may have acted on it: the attempt fails (and is retried on the schedule
+    # with the same webhook-id), it is not sent again on a new connection within the attempt.
+    assert second.status_code is None
+    assert second.error is PostError.PROTOCOL_ERROR
+    assert (receiver.connections, len(receiver.requests)) == (1, 2)
+    third = client.post(url, BODY, SIGNED_HEADERS)
+    assert third.status_code == 200
+    assert (receiver.connections, len(receiver.requests)) == (2, 3)
