@@ -13,6 +13,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -27,6 +28,7 @@ from jobhooks.delivery.http_client import (
     MAX_TOTAL_TIMEOUT_SECONDS,
     RESPONSE_EXCERPT_BYTES,
     WebhookClient,
+    make_webhook_client,
     parse_retry_after,
 )
 from jobhooks.delivery.keepalive import IdleConnections
@@ -970,3 +972,36 @@ def test_does_not_post_again_when_a_kept_connection_breaks_after_the_request(
     third = client.post(url, BODY, SIGNED_HEADERS)
     assert third.status_code == 200
     assert (receiver.connections, len(receiver.requests)) == (2, 3)
+
+
+def keep_alive_in_step(step: threading.Barrier) -> Behaviour:
+    """Like `keep_alive`, but answers only when `step.parties` requests are in: the POSTs of a
+    round are in flight at the same time, as a deliver batch's are."""
+
+    def behaviour(receiver: Receiver, connection: socket.socket) -> None:
+        while True:
+            receiver.read_request(connection)
+            step.wait(5)
+            receiver.send(connection, kept_response(200))
+
+    return behaviour
+
+
+@pytest.mark.parametrize(("per_receiver", "connections"), [(2, 2), (1, 3)])
+def test_keeps_as_many_connections_per_receiver_as_it_is_told(
+    receivers: Callable[..., Receiver], per_receiver: int, connections: int
+) -> None:
+    receiver = receivers(keep_alive_in_step(threading.Barrier(2)))
+    client = make_webhook_client(
+        allow_private_networks=True,
+        resolver=resolving(),
+        keep_alive_per_receiver=per_receiver,
+    )
+    url = f"http://hook.test:{receiver.port}/"
+
+    with ThreadPoolExecutor(max_workers=2) as workers:
+        for _ in range(2):  # two rounds of two POSTs at once
+            results = list(workers.map(lambda _: client.post(url, BODY, SIGNED_HEADERS), [1, 2]))
+            assert [result.status_code for result in results] == [200, 200]
+
+    assert (receiver.connections, len(receiver.requests)) == (connections, 4)

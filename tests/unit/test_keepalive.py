@@ -58,6 +58,33 @@ def test_needs_every_part_of_the_key_to_match(other: ConnectionKey) -> None:
     assert len(idle) == 1
 
 
+def test_keeps_up_to_max_per_key_for_one_key_the_newest() -> None:
+    idle: IdleConnections[Connection] = IdleConnections(max_per_key=2)
+    kept = [Connection(str(n)) for n in range(3)]
+
+    for connection in kept:
+        idle.give_back(key(), connection)
+
+    assert kept[0].closed and not kept[1].closed and not kept[2].closed
+    assert idle.take(key()) is kept[2]  # the most recently kept: the least likely closed
+    assert idle.take(key()) is kept[1]
+    assert idle.take(key()) is None
+
+
+def test_take_skips_and_closes_stale_connections_of_the_key() -> None:
+    clock = Clock()
+    idle: IdleConnections[Connection] = IdleConnections(max_per_key=2, clock=clock)
+    stale, fresh = Connection("stale"), Connection("fresh")
+    idle.give_back(key(), stale)
+    clock.now += 20.0
+    idle.give_back(key(), fresh)
+    clock.now += 15.0
+
+    assert idle.take(key()) is fresh
+    assert stale.closed
+    assert len(idle) == 0
+
+
 def test_keeps_one_connection_per_key_the_newest() -> None:
     idle: IdleConnections[Connection] = IdleConnections()
     older, newer = Connection("older"), Connection("newer")
@@ -137,3 +164,5 @@ def test_close_closes_every_idle_connection() -> None:
 def test_refuses_negative_bounds() -> None:
     with pytest.raises(ValueError, match="must not be negative"):
         IdleConnections(max_idle=-1)
+    with pytest.raises(ValueError, match="must not be negative"):
+        IdleConnections(max_per_key=-1)

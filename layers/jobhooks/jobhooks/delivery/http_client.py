@@ -52,7 +52,7 @@ from urllib3.util import Timeout
 
 from jobhooks import __version__
 from jobhooks.delivery.exceptions import RefusalCode, RefusedUrlError
-from jobhooks.delivery.keepalive import ConnectionKey, IdleConnections
+from jobhooks.delivery.keepalive import DEFAULT_MAX_PER_KEY, ConnectionKey, IdleConnections
 from jobhooks.delivery.model import PostError, PostResult
 from jobhooks.delivery.network_policy import (
     CheckedTarget,
@@ -297,13 +297,16 @@ def make_webhook_client(
     allow_private_networks: bool = False,
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT_SECONDS,
     resolver: Resolver = resolve_host,
+    keep_alive_per_receiver: int = DEFAULT_MAX_PER_KEY,
 ) -> WebhookClient:
     """The client every webhook POST goes through, deliveries and test sends alike: the network
-    policy of these settings, and a connect timeout within the total."""
+    policy of these settings, a connect timeout within the total, and up to
+    `keep_alive_per_receiver` idle connections kept per receiver (as many as POST at once)."""
     return WebhookClient(
         NetworkPolicy(allow_private_networks=allow_private_networks, resolver=resolver),
         connect_timeout=min(DEFAULT_CONNECT_TIMEOUT_SECONDS, total_timeout),
         total_timeout=total_timeout,
+        idle_connections=IdleConnections(max_per_key=keep_alive_per_receiver),
     )
 
 

@@ -7,20 +7,23 @@ with the address of the *current* policy check, so a new DNS answer (another add
 the policy now refuses) never finds an old connection. Whoever takes a connection owns it until
 it gives it back; concurrent POSTs to one receiver each get their own.
 
-Bounded on purpose: one idle connection per key, `max_idle` in all (the least recently used goes
-first), and none older than `idle_seconds`: receivers and load balancers commonly close idle
-keep-alive connections after 60 s, and a connection they closed is one the next POST must
-notice before it writes to it.
+Bounded on purpose: `max_per_key` idle connections per key (one unless the owner says
+otherwise: the deliver function keeps as many as it POSTs at once), `max_idle` in all (the least
+recently kept goes first), and none idle for `idle_seconds`: receivers and load balancers
+commonly close idle keep-alive connections after 60 s, and a connection they closed is one the
+next POST must notice before it writes to it.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Final, Generic, NamedTuple, Protocol, TypeVar
 
+DEFAULT_MAX_PER_KEY: Final = 1
 DEFAULT_MAX_IDLE: Final = 32
 DEFAULT_IDLE_SECONDS: Final = 30.0
 
@@ -43,23 +46,28 @@ class ConnectionKey(NamedTuple):
 
 
 class IdleConnections(Generic[C]):
-    """At most one idle connection per key, `max_idle` in all, none older than `idle_seconds`."""
+    """At most `max_per_key` idle connections per key and `max_idle` in all (the least recently
+    kept is closed first), none older than `idle_seconds`."""
 
     def __init__(
         self,
         *,
+        max_per_key: int = DEFAULT_MAX_PER_KEY,
         max_idle: int = DEFAULT_MAX_IDLE,
         idle_seconds: float = DEFAULT_IDLE_SECONDS,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`clock` is wall time on purpose: a Lambda execution environment is frozen between
         invocations, and a monotonic clock need not count the frozen minutes the receiver did."""
-        if max_idle < 0 or idle_seconds < 0:
-            raise ValueError("max_idle and idle_seconds must not be negative")
+        if max_per_key < 0 or max_idle < 0 or idle_seconds < 0:
+            raise ValueError("max_per_key, max_idle and idle_seconds must not be negative")
+        self.max_per_key = max_per_key
         self.max_idle = max_idle
         self.idle_seconds = idle_seconds
         self._clock = clock
-        self._idle: OrderedDict[ConnectionKey, tuple[C, float]] = OrderedDict()
+        # Oldest first; the counter tells apart several connections kept for one key.
+        self._idle: OrderedDict[tuple[ConnectionKey, int], tuple[C, float]] = OrderedDict()
+        self._kept = itertools.count()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -67,31 +75,37 @@ class IdleConnections(Generic[C]):
             return len(self._idle)
 
     def take(self, key: ConnectionKey) -> C | None:
-        """The idle connection kept for `key`, now the caller's; `None` if there is none or
-        it has been idle too long (it is closed then)."""
+        """The most recently kept connection for `key`, now the caller's; `None` if there is
+        none that has been idle less than `idle_seconds` (those that have are closed)."""
+        now = self._clock()
+        found: C | None = None
+        stale: list[C] = []
         with self._lock:
-            entry = self._idle.pop(key, None)
-        if entry is None:
-            return None
-        connection, idle_since = entry
-        if not self._fresh(idle_since, self._clock()):
+            for entry in reversed([entry for entry in self._idle if entry[0] == key]):
+                connection, idle_since = self._idle[entry]
+                if not self._fresh(idle_since, now):
+                    del self._idle[entry]
+                    stale.append(connection)
+                elif found is None:
+                    del self._idle[entry]
+                    found = connection
+        for connection in stale:
             connection.close()
-            return None
-        return connection
+        return found
 
     def give_back(self, key: ConnectionKey, connection: C) -> None:
-        """Keep `connection` for the next POST to `key`; it replaces an older one for the same
-        key, and the least recently used beyond `max_idle` (and any idle too long) are closed."""
+        """Keep `connection` for a next POST to `key`. Beyond `max_per_key` the oldest for the
+        key is closed, beyond `max_idle` the oldest overall, and any idle too long."""
         now = self._clock()
         surplus: list[C] = []
         with self._lock:
-            replaced = self._idle.pop(key, None)
-            if replaced is not None:
-                surplus.append(replaced[0])
-            self._idle[key] = (connection, now)
-            for other, (kept, idle_since) in list(self._idle.items()):
+            self._idle[(key, next(self._kept))] = (connection, now)
+            same_key = [entry for entry in self._idle if entry[0] == key]
+            for entry in same_key[: max(0, len(same_key) - self.max_per_key)]:
+                surplus.append(self._idle.pop(entry)[0])
+            for entry, (kept, idle_since) in list(self._idle.items()):
                 if not self._fresh(idle_since, now):
-                    del self._idle[other]
+                    del self._idle[entry]
                     surplus.append(kept)
             while len(self._idle) > self.max_idle:
                 surplus.append(self._idle.popitem(last=False)[1][0])
