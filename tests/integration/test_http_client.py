@@ -1005,3 +1005,19 @@ def test_keeps_as_many_connections_per_receiver_as_it_is_told(
             assert [result.status_code for result in results] == [200, 200]
 
     assert (receiver.connections, len(receiver.requests)) == (connections, 4)
+
+
+def test_never_reads_bytes_sent_after_an_answer_as_the_next_answer(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    # A receiver (or a proxy in front of it) that sends a second, unasked answer after the first:
+    # the next POST must get the answer to its own request, never the one queued before it.
+    forged = kept_response(200, body=b"a") + kept_response(299, body=b"forged")
+    receiver = tls_receiver(receivers, certificates, keep_alive(forged))
+    client = make_client(certificates, resolving())
+
+    first, second = post_twice(client, f"https://hook.test:{receiver.port}/")
+
+    assert (first.status_code, first.response_excerpt) == (200, "a")
+    assert (second.status_code, second.response_excerpt) == (200, "a")
+    assert len(receiver.requests) == 2
