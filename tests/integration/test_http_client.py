@@ -13,6 +13,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -27,8 +28,10 @@ from jobhooks.delivery.http_client import (
     MAX_TOTAL_TIMEOUT_SECONDS,
     RESPONSE_EXCERPT_BYTES,
     WebhookClient,
+    make_webhook_client,
     parse_retry_after,
 )
+from jobhooks.delivery.keepalive import IdleConnections
 from jobhooks.delivery.model import PostError, PostResult
 from jobhooks.delivery.network_policy import NetworkPolicy
 
@@ -728,3 +731,293 @@ NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 )
 def test_parses_retry_after(value: str | None, seconds: int | None) -> None:
     assert parse_retry_after(value, now=NOW) == seconds
+
+
+# --- kept-alive connections ------------------------------------------------------------------
+
+
+def kept_response(
+    status: int = 200, headers: Sequence[tuple[str, str]] = (), body: bytes = b"ok"
+) -> bytes:
+    """An answer that leaves the connection open (HTTP/1.1's default)."""
+    reason = {200: "OK", 503: "Unavailable"}.get(status, "X")
+    lines = [f"HTTP/1.1 {status} {reason}", f"Content-Length: {len(body)}"]
+    lines += [f"{name}: {value}" for name, value in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def keep_alive(*answers: bytes) -> Behaviour:
+    """Answers request after request on one connection until the client hangs up; the last
+    answer repeats. An answer's own `Connection: close` does not end the loop: the receiver
+    waits for a next request the client must not send."""
+
+    def behaviour(receiver: Receiver, connection: socket.socket) -> None:
+        served = 0
+        while True:
+            receiver.read_request(connection)  # raises when the client hangs up
+            receiver.send(connection, answers[min(served, len(answers) - 1)])
+            served += 1
+
+    return behaviour
+
+
+def answer_then_close(receiver: Receiver, connection: socket.socket) -> None:
+    """Keep-alive framing, then the receiver closes the idle connection anyway (its idle
+    timeout, a restart)."""
+    receiver.read_request(connection)
+    receiver.send(connection, kept_response(200))
+
+
+def answer_then_trickle(receiver: Receiver, connection: socket.socket) -> None:
+    """Answers the first request, then trickles the headers of the second: only the total
+    deadline's watchdog, not a socket timeout, ends that."""
+    receiver.read_request(connection)
+    receiver.send(connection, kept_response(200))
+    trickle_headers(receiver, connection)
+
+
+def post_twice(client: WebhookClient, url: str) -> tuple[PostResult, PostResult]:
+    return client.post(url, BODY, SIGNED_HEADERS), client.post(url, BODY, SIGNED_HEADERS)
+
+
+def test_reuses_the_connection_for_the_next_post_to_the_same_receiver(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    receiver = tls_receiver(receivers, certificates, keep_alive(kept_response(200, body=b"a")))
+    client = make_client(certificates, resolving())
+
+    first, second = post_twice(client, f"https://hook.test:{receiver.port}/hook")
+
+    assert (first.status_code, second.status_code) == (200, 200)
+    assert (first.response_excerpt, second.response_excerpt) == ("a", "a")
+    assert (receiver.connections, len(receiver.requests)) == (1, 2)
+    for request in receiver.requests:
+        assert "connection" not in request.headers
+        assert request.body == BODY
+        assert request.headers["host"] == f"hook.test:{receiver.port}"
+    client.close()
+    receiver.finish()
+    assert all(not handler.is_alive() for handler in receiver.handlers)
+
+
+def test_reuses_a_plain_http_connection_in_development_mode(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    receiver = receivers(keep_alive(kept_response(200)))
+    client = make_client(certificates, resolving())
+
+    first, second = post_twice(client, f"http://hook.test:{receiver.port}/")
+
+    assert (first.status_code, second.status_code) == (200, 200)
+    assert (receiver.connections, len(receiver.requests)) == (1, 2)
+
+
+def test_never_reuses_a_connection_made_to_an_address_the_new_check_did_not_return(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    # The same name, port and TLS name: only the checked address differs between attempts.
+    first_address = tls_receiver(receivers, certificates, keep_alive(kept_response(200)))
+    second_address = tls_receiver(
+        receivers,
+        certificates,
+        keep_alive(kept_response(200)),
+        host="127.0.0.2",
+        port=first_address.port,
+    )
+    resolver = FakeResolver({"hook.test": [["127.0.0.1"], ["127.0.0.2"]]})
+    client = make_client(certificates, resolver)
+
+    first, second = post_twice(client, f"https://hook.test:{first_address.port}/")
+
+    assert (first.address, second.address) == ("127.0.0.1", "127.0.0.2")
+    assert (first_address.connections, len(first_address.requests)) == (1, 1)
+    assert (second_address.connections, len(second_address.requests)) == (1, 1)
+
+
+def test_opens_a_new_connection_after_the_receiver_answers_connection_close(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    # `response()` says `Connection: close`; this receiver keeps the socket open regardless.
+    receiver = tls_receiver(receivers, certificates, keep_alive(response(200)))
+    client = make_client(certificates, resolving())
+
+    first, second = post_twice(client, f"https://hook.test:{receiver.port}/")
+
+    assert (first.status_code, second.status_code) == (200, 200)
+    assert (receiver.connections, len(receiver.requests)) == (2, 2)
+
+
+def test_closes_the_connection_after_an_answer_longer_than_the_excerpt(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    long_answer = kept_response(200, body=b"x" * (RESPONSE_EXCERPT_BYTES + 1))
+    receiver = tls_receiver(receivers, certificates, keep_alive(long_answer))
+    client = make_client(certificates, resolving())
+
+    first, second = post_twice(client, f"https://hook.test:{receiver.port}/")
+
+    assert first.response_excerpt == "x" * RESPONSE_EXCERPT_BYTES
+    assert second.status_code == 200
+    assert (receiver.connections, len(receiver.requests)) == (2, 2)
+
+
+def test_reuses_the_connection_after_an_answer_of_exactly_the_excerpt_size(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    exact = kept_response(200, body=b"x" * RESPONSE_EXCERPT_BYTES)
+    receiver = tls_receiver(receivers, certificates, keep_alive(exact))
+    client = make_client(certificates, resolving())
+
+    first, second = post_twice(client, f"https://hook.test:{receiver.port}/")
+
+    assert first.response_excerpt == second.response_excerpt == "x" * RESPONSE_EXCERPT_BYTES
+    assert (receiver.connections, len(receiver.requests)) == (1, 2)
+
+
+def test_opens_a_new_connection_after_a_server_error(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    receiver = tls_receiver(
+        receivers, certificates, keep_alive(kept_response(503), kept_response(200))
+    )
+    client = make_client(certificates, resolving())
+
+    first, second = post_twice(client, f"https://hook.test:{receiver.port}/")
+
+    assert (first.status_code, second.status_code) == (503, 503)
+    assert (receiver.connections, len(receiver.requests)) == (2, 2)
+
+
+def test_posts_on_a_new_connection_when_the_receiver_closed_the_kept_one(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    receiver = tls_receiver(receivers, certificates, answer_then_close)
+    client = make_client(certificates, resolving())
+    url = f"https://hook.test:{receiver.port}/"
+
+    first = client.post(url, BODY, SIGNED_HEADERS)
+    receiver.finish()  # the receiver has closed the connection the client kept
+    second = client.post(url, BODY, SIGNED_HEADERS)
+
+    assert (first.status_code, second.status_code) == (200, 200)
+    assert (second.error, second.detail) == (None, None)
+    assert (receiver.connections, len(receiver.requests)) == (2, 2)
+
+
+def test_opens_a_new_connection_once_the_kept_one_was_idle_too_long(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    receiver = tls_receiver(receivers, certificates, keep_alive(kept_response(200)))
+    now = [1000.0]
+    client = WebhookClient(
+        NetworkPolicy(allow_private_networks=True, resolver=resolving()),
+        connect_timeout=2.0,
+        total_timeout=5.0,
+        ca_bundle=certificates.ca_bundle,
+        idle_connections=IdleConnections(idle_seconds=30.0, clock=lambda: now[0]),
+    )
+    url = f"https://hook.test:{receiver.port}/"
+
+    client.post(url, BODY, SIGNED_HEADERS)
+    now[0] += 29.9
+    client.post(url, BODY, SIGNED_HEADERS)
+    assert receiver.connections == 1
+    now[0] += 30.0
+    last = client.post(url, BODY, SIGNED_HEADERS)
+
+    assert last.status_code == 200
+    assert (receiver.connections, len(receiver.requests)) == (2, 3)
+
+
+def test_cuts_off_a_kept_connection_at_the_total_deadline(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    receiver = tls_receiver(receivers, certificates, answer_then_trickle)
+    client = make_client(certificates, resolving(), connect_timeout=0.5, total_timeout=1.0)
+    url = f"https://hook.test:{receiver.port}/"
+
+    first = client.post(url, BODY, SIGNED_HEADERS)
+    second, elapsed = timed_post(client, url)
+
+    assert first.status_code == 200
+    assert second.error is PostError.TIMEOUT
+    assert 0.9 <= elapsed < 2.0
+    assert (receiver.connections, len(receiver.requests)) == (1, 2)
+    assert len(client.idle_connections) == 0
+
+
+def answer_then_read_and_hang_up(receiver: Receiver, connection: socket.socket) -> None:
+    """Answers the first request, reads the second and closes without an answer: from the
+    client's side, a kept connection that broke after the request went out."""
+    receiver.read_request(connection)
+    receiver.send(connection, kept_response(200))
+    receiver.read_request(connection)
+
+
+def test_does_not_post_again_when_a_kept_connection_breaks_after_the_request(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    receiver = tls_receiver(receivers, certificates, answer_then_read_and_hang_up)
+    client = make_client(certificates, resolving())
+    url = f"https://hook.test:{receiver.port}/"
+
+    first, second = post_twice(client, url)
+
+    assert first.status_code == 200
+    # The receiver may have acted on it: the attempt fails (and is retried on the schedule
+    # with the same webhook-id), it is not sent again on a new connection within the attempt.
+    assert second.status_code is None
+    assert second.error is PostError.PROTOCOL_ERROR
+    assert (receiver.connections, len(receiver.requests)) == (1, 2)
+    third = client.post(url, BODY, SIGNED_HEADERS)
+    assert third.status_code == 200
+    assert (receiver.connections, len(receiver.requests)) == (2, 3)
+
+
+def keep_alive_in_step(step: threading.Barrier) -> Behaviour:
+    """Like `keep_alive`, but answers only when `step.parties` requests are in: the POSTs of a
+    round are in flight at the same time, as a deliver batch's are."""
+
+    def behaviour(receiver: Receiver, connection: socket.socket) -> None:
+        while True:
+            receiver.read_request(connection)
+            step.wait(5)
+            receiver.send(connection, kept_response(200))
+
+    return behaviour
+
+
+@pytest.mark.parametrize(("per_receiver", "connections"), [(2, 2), (1, 3)])
+def test_keeps_as_many_connections_per_receiver_as_it_is_told(
+    receivers: Callable[..., Receiver], per_receiver: int, connections: int
+) -> None:
+    receiver = receivers(keep_alive_in_step(threading.Barrier(2)))
+    client = make_webhook_client(
+        allow_private_networks=True,
+        resolver=resolving(),
+        keep_alive_per_receiver=per_receiver,
+    )
+    url = f"http://hook.test:{receiver.port}/"
+
+    with ThreadPoolExecutor(max_workers=2) as workers:
+        for _ in range(2):  # two rounds of two POSTs at once
+            results = list(workers.map(lambda _: client.post(url, BODY, SIGNED_HEADERS), [1, 2]))
+            assert [result.status_code for result in results] == [200, 200]
+
+    assert (receiver.connections, len(receiver.requests)) == (connections, 4)
+
+
+def test_never_reads_bytes_sent_after_an_answer_as_the_next_answer(
+    receivers: Callable[..., Receiver], certificates: Certificates
+) -> None:
+    # A receiver (or a proxy in front of it) that sends a second, unasked answer after the first:
+    # the next POST must get the answer to its own request, never the one queued before it.
+    forged = kept_response(200, body=b"a") + kept_response(299, body=b"forged")
+    receiver = tls_receiver(receivers, certificates, keep_alive(forged))
+    client = make_client(certificates, resolving())
+
+    first, second = post_twice(client, f"https://hook.test:{receiver.port}/")
+
+    assert (first.status_code, first.response_excerpt) == (200, "a")
+    assert (second.status_code, second.response_excerpt) == (200, "a")
+    assert len(receiver.requests) == 2

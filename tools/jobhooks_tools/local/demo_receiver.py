@@ -20,6 +20,7 @@ import binascii
 import contextlib
 import hmac
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -111,6 +112,35 @@ def _verify_with_jobhooks(
     return "no matching signature"
 
 
+class _ConnectionsServer(ThreadingHTTPServer):
+    """Knows its open connections: an HTTP/1.1 server keeps them past `server_close()`."""
+
+    daemon_threads = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        with self._open_lock:
+            self._open.add(connection)
+        return connection, address
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def drop_connections(self) -> None:
+        with self._open_lock:
+            open_connections = list(self._open)
+        for connection in open_connections:
+            with contextlib.suppress(OSError):  # its handler may be closing it right now
+                connection.shutdown(socket.SHUT_RDWR)
+
+
 class DemoReceiver:
     """A threaded HTTP server on loopback; `on_webhook` is called for every POST it answers."""
 
@@ -126,7 +156,7 @@ class DemoReceiver:
         self._on_webhook = on_webhook
         self._endpoints: dict[str, _Endpoint] = {}
         self._lock = threading.Condition()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _ConnectionsServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- endpoints ---------------------------------------------------------------------------
@@ -176,11 +206,13 @@ class DemoReceiver:
         return self
 
     def go_down(self) -> None:
-        """Stop listening: senders get connection refused until `come_back()`."""
+        """Stop listening and drop the open connections, as a receiver that dies does: senders
+        (also those keeping connections alive) get connection refused until `come_back()`."""
         server, self._server = self._server, None
         if server is not None:
             server.shutdown()
             server.server_close()
+            server.drop_connections()
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
@@ -211,8 +243,7 @@ class DemoReceiver:
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # every POST is reported through on_webhook instead
 
-        server = ThreadingHTTPServer((self.host, self.port), Handler)
-        server.daemon_threads = True
+        server = _ConnectionsServer((self.host, self.port), Handler)
         self.port = int(server.server_address[1])
         self._server = server
         self._thread = threading.Thread(

@@ -13,6 +13,7 @@ Read in the order a delivery task flows (docs/delivery.md):
                     URL shape included): checked at subscription changes and before every POST
     http_client     the only code that opens outbound connections; it asks the policy first on
                     every attempt. `make_webhook_client` builds it for deliveries and test sends
+    keepalive       the idle connections a warm client may reuse, and their bounds
     attempt_log     the DynamoDB adapter of the attempt log (`DeliveriesTable`)
     metrics, settings, exceptions, wiring
                     EMF metrics, the function's settings, the errors, and settings -> Deliverer

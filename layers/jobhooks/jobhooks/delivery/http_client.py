@@ -7,11 +7,16 @@ never to a second resolution of the name (no DNS rebinding). TLS is verified aga
 host name, the `Host` header is the URL's, nothing is retried and redirects are never followed:
 a 3xx comes back as a status like any other.
 
+A warm client keeps the connection of an answer it read to its end for the next POST to the same
+(scheme, host, port, checked address, TLS name): see `keepalive`. Only a connection opened to an
+address this attempt's policy check returned is used; anything in doubt (a body longer than the
+excerpt, an error, a 5xx, a deadline cut-off, `Connection: close`) closes the connection instead.
+
 Time is bounded twice. The connect timeout bounds the TCP handshake; a total deadline (at most
 15 s) bounds everything else. Socket timeouts are per read, so a receiver that trickles one byte
 at a time would defeat them: a watchdog shuts the socket down when the deadline passes (which
 also covers a slow TLS handshake or slow headers), and the body loop checks the deadline between
-reads. At most `RESPONSE_EXCERPT_BYTES` of the body are read, then the connection is closed.
+reads. At most `RESPONSE_EXCERPT_BYTES` of the body are read; a longer body closes the connection.
 
 Nothing here logs above debug level, and never a URL path, query, header value or body.
 """
@@ -30,6 +35,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from http.client import HTTPException
+from http.client import HTTPResponse as RawHTTPResponse
 from typing import Any, Final
 
 from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
@@ -46,6 +52,7 @@ from urllib3.util import Timeout
 
 from jobhooks import __version__
 from jobhooks.delivery.exceptions import RefusalCode, RefusedUrlError
+from jobhooks.delivery.keepalive import DEFAULT_MAX_PER_KEY, ConnectionKey, IdleConnections
 from jobhooks.delivery.model import PostError, PostResult
 from jobhooks.delivery.network_policy import (
     CheckedTarget,
@@ -80,8 +87,10 @@ class WebhookClient:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
         total_timeout: float = DEFAULT_TOTAL_TIMEOUT_SECONDS,
         ca_bundle: str | os.PathLike[str] | None = None,
+        idle_connections: IdleConnections[_GuardedPool] | None = None,
     ) -> None:
-        """`ca_bundle` replaces the system CAs (tests serve certificates from their own CA)."""
+        """`ca_bundle` replaces the system CAs (tests serve certificates from their own CA);
+        `idle_connections` holds the connections kept for reuse (its defaults otherwise)."""
         if not 0 < total_timeout <= MAX_TOTAL_TIMEOUT_SECONDS:
             raise ValueError(
                 f"total_timeout must be more than 0 and at most {MAX_TOTAL_TIMEOUT_SECONDS} s"
@@ -94,6 +103,13 @@ class WebhookClient:
         self._ca_bundle = ca_bundle
         self._tls_context: ssl.SSLContext | None = None
         self._tls_lock = threading.Lock()
+        self.idle_connections: IdleConnections[_GuardedPool] = (
+            idle_connections if idle_connections is not None else IdleConnections()
+        )
+
+    def close(self) -> None:
+        """Close the connections kept for reuse."""
+        self.idle_connections.close()
 
     def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> PostResult:
         """POST `body` to `url` once; the result says what happened."""
@@ -133,7 +149,17 @@ class WebhookClient:
             if deadline.expired:
                 break
             address_text = str(address)
-            pool = self._pool(target, address, deadline)
+            key = ConnectionKey(
+                target.scheme,
+                target.host,
+                target.port,
+                address_text,
+                target.host if target.scheme == "https" else None,
+            )
+            # The key holds the address this attempt's policy check returned: a connection
+            # kept for another address (an older DNS answer) is never found here.
+            pool = self.idle_connections.take(key) or self._pool(target, address)
+            pool.deadline_slot.current = deadline
             try:
                 response = pool.urlopen(
                     "POST",
@@ -163,23 +189,27 @@ class WebhookClient:
                 response.close()
                 pool.close()
                 return failed(PostError.TIMEOUT, _deadline_detail(self.total_timeout), address_text)
+            read_to_end = False
             try:
-                result = self._read_response(response, deadline, started, address_text)
+                result, read_to_end = self._read_response(response, deadline, started, address_text)
             finally:
-                response.close()
-                pool.close()
+                if _may_reuse(response, read_to_end, deadline):
+                    response.release_conn()
+                    pool.deadline_slot.current = None
+                    self.idle_connections.give_back(key, pool)
+                else:
+                    response.close()
+                    pool.close()
             _log.debug("webhook POST answered %s (%s ms)", result.status_code, result.latency_ms)
             return result
         return failed(*outcome, address=address_text)
 
-    def _pool(
-        self, target: CheckedTarget, address: IPAddress, deadline: _Deadline
-    ) -> HTTPConnectionPool:
-        # One pool per attempt: attempts go to different receivers and the policy must run
-        # before each connection, so there is nothing worth keeping alive.
+    def _pool(self, target: CheckedTarget, address: IPAddress) -> _GuardedPool:
+        # One connection per pool and one pool per key: a pool is a single connection to an
+        # address this attempt's policy check returned (it reconnects to that address only).
         if target.scheme == "http":
             return _GuardedHTTPConnectionPool(
-                str(address), target.port, maxsize=1, retries=False, deadline=deadline
+                str(address), target.port, maxsize=1, retries=False, deadline=_DeadlineSlot()
             )
         return _GuardedHTTPSConnectionPool(
             str(address),
@@ -189,7 +219,7 @@ class WebhookClient:
             ssl_context=self._tls(),
             server_hostname=target.host,
             assert_hostname=target.host,
-            deadline=deadline,
+            deadline=_DeadlineSlot(),
         )
 
     def _tls(self) -> ssl.SSLContext:
@@ -212,7 +242,6 @@ class WebhookClient:
         # The body is never decompressed (a compression bomb's door), so ask for one that the
         # excerpt can show as text.
         request_headers["Accept-Encoding"] = "identity"
-        request_headers["Connection"] = "close"
         if not any(name.lower() == "user-agent" for name in request_headers):
             request_headers["User-Agent"] = USER_AGENT
         return request_headers
@@ -220,10 +249,12 @@ class WebhookClient:
     @staticmethod
     def _read_response(
         response: BaseHTTPResponse, deadline: _Deadline, started: float, address: str
-    ) -> PostResult:
+    ) -> tuple[PostResult, bool]:
+        """The result, and whether the body was read without an error (to its end or the cap)."""
         status = response.status
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
         excerpt = bytearray()
+        read_cleanly = False
         # The status is the receiver's answer; the body is only kept for the attempt log, so a
         # body cut short by the cap, the deadline or a broken connection does not undo it.
         try:
@@ -232,9 +263,10 @@ class WebhookClient:
                 if not chunk:
                     break
                 excerpt += chunk
+            read_cleanly = True
         except (HTTPError, HTTPException, OSError):
             pass
-        return PostResult(
+        result = PostResult(
             status_code=status,
             error=None,
             detail=None,
@@ -243,6 +275,21 @@ class WebhookClient:
             retry_after_seconds=retry_after,
             address=address,
         )
+        return result, read_cleanly
+
+
+def _may_reuse(response: BaseHTTPResponse, read_cleanly: bool, deadline: _Deadline) -> bool:
+    """Whether the connection can carry the next POST: the answer was read to its very end
+    (so no byte of it is left for the next one to misread), it was not a 5xx (a struggling
+    receiver or proxy gets a fresh start), nothing was cut off and the receiver (or HTTP/1.0)
+    did not ask to close."""
+    if not read_cleanly or deadline.cut_off or deadline.expired or response.status >= 500:
+        return False
+    # http.client's own response knows the framing: closed means Content-Length or the last
+    # chunk was reached (not merely the excerpt cap), will_close covers `Connection: close`,
+    # HTTP/1.0 without keep-alive and a body that ends only when the connection does.
+    raw = getattr(response, "_original_response", None)
+    return isinstance(raw, RawHTTPResponse) and raw.isclosed() and not raw.will_close
 
 
 def make_webhook_client(
@@ -250,13 +297,16 @@ def make_webhook_client(
     allow_private_networks: bool = False,
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT_SECONDS,
     resolver: Resolver = resolve_host,
+    keep_alive_per_receiver: int = DEFAULT_MAX_PER_KEY,
 ) -> WebhookClient:
     """The client every webhook POST goes through, deliveries and test sends alike: the network
-    policy of these settings, and a connect timeout within the total."""
+    policy of these settings, a connect timeout within the total, and up to
+    `keep_alive_per_receiver` idle connections kept per receiver (as many as POST at once)."""
     return WebhookClient(
         NetworkPolicy(allow_private_networks=allow_private_networks, resolver=resolver),
         connect_timeout=min(DEFAULT_CONNECT_TIMEOUT_SECONDS, total_timeout),
         total_timeout=total_timeout,
+        idle_connections=IdleConnections(max_per_key=keep_alive_per_receiver),
     )
 
 
@@ -360,8 +410,10 @@ def _elapsed_ms(started: float) -> int:
 class _Deadline:
     """The attempt's total deadline, enforced on every socket it guards.
 
-    `guard()` keeps a duplicate of each raw socket (the TLS layer takes over the original) and
-    a timer thread shuts them down when time is up, which wakes any read blocked on them.
+    `guard()` keeps a duplicate of each socket's descriptor (the TLS layer takes over the
+    original, and a kept connection outlives the attempt) and a timer thread shuts them down
+    when time is up, which wakes any read blocked on them. Closing the duplicates at the end of
+    the attempt leaves the connection itself open.
     """
 
     def __init__(self, seconds: float) -> None:
@@ -383,7 +435,8 @@ class _Deadline:
         with self._lock:
             if self._closed:
                 return
-            self._sockets.append(sock.dup())
+            # fromfd duplicates the descriptor; an SSLSocket (a reused connection) has no dup().
+            self._sockets.append(socket.fromfd(sock.fileno(), sock.family, sock.type))
             if self._timer is None:
                 self._timer = threading.Timer(self.remaining(), self._cut_off)
                 self._timer.daemon = True
@@ -417,28 +470,84 @@ def _guarded(sock: socket.socket, deadline: _Deadline) -> socket.socket:
     return sock
 
 
+class _DeadlineSlot:
+    """The deadline of the attempt that holds a pool: a kept connection serves several."""
+
+    def __init__(self) -> None:
+        self.current: _Deadline | None = None
+
+    def guard(self, sock: socket.socket) -> socket.socket:
+        if self.current is None:  # a pool is only used between take and give back
+            sock.close()
+            raise RuntimeError("a webhook connection was used outside an attempt")
+        return _guarded(sock, self.current)
+
+    def before_request(self, connection: HTTPConnection, *, kept: bool) -> None:
+        """Ready a kept connection for this attempt, or drop it if the receiver closed it."""
+        sock = connection.sock
+        if sock is None or not kept:
+            # A new connection: `_new_conn` guarded it. (A fresh TLS socket may well be
+            # readable already: TLS 1.3 session tickets arrive right after the handshake.)
+            return
+        if not connection.is_connected:
+            # The receiver closed it (or sent something unasked) while it was idle. Nothing of
+            # this request was written, so a fresh connection to the same checked address is
+            # the same attempt, not a retry.
+            connection.close()
+            return
+        self.guard(sock)
+        if self.current is not None:
+            # The socket timeout of the last attempt would otherwise apply to this one's writes.
+            sock.settimeout(max(self.current.remaining(), 0.001))
+
+
 class _GuardedHTTPSConnection(HTTPSConnection):
-    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, deadline: _DeadlineSlot, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline = deadline
+        self._kept = False  # whether this socket already carried a request
 
     def _new_conn(self) -> socket.socket:
         # Right after the TCP handshake, before TLS: a stalled handshake is cut off too.
-        return _guarded(super()._new_conn(), self._deadline)
+        self._kept = False
+        return self._deadline.guard(super()._new_conn())
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        self._deadline.before_request(self, kept=self._kept)
+        super().request(*args, **kwargs)
+        self._kept = True  # after: a reconnect inside request() resets it in _new_conn
 
 
 class _GuardedHTTPConnection(HTTPConnection):
-    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, deadline: _DeadlineSlot, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline = deadline
+        self._kept = False  # whether this socket already carried a request
 
     def _new_conn(self) -> socket.socket:
-        return _guarded(super()._new_conn(), self._deadline)
+        self._kept = False
+        return self._deadline.guard(super()._new_conn())
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        self._deadline.before_request(self, kept=self._kept)
+        super().request(*args, **kwargs)
+        self._kept = True  # after: a reconnect inside request() resets it in _new_conn
 
 
 class _GuardedHTTPSConnectionPool(HTTPSConnectionPool):
     ConnectionCls = _GuardedHTTPSConnection
 
+    def __init__(self, *args: Any, deadline: _DeadlineSlot, **kwargs: Any) -> None:
+        super().__init__(*args, deadline=deadline, **kwargs)
+        self.deadline_slot = deadline
+
 
 class _GuardedHTTPConnectionPool(HTTPConnectionPool):
     ConnectionCls = _GuardedHTTPConnection
+
+    def __init__(self, *args: Any, deadline: _DeadlineSlot, **kwargs: Any) -> None:
+        super().__init__(*args, deadline=deadline, **kwargs)
+        self.deadline_slot = deadline
+
+
+_GuardedPool = _GuardedHTTPConnectionPool | _GuardedHTTPSConnectionPool

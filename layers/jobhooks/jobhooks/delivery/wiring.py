@@ -32,6 +32,8 @@ def build_deliverer(
         client=make_webhook_client(
             allow_private_networks=settings.allow_private_webhooks,
             total_timeout=settings.delivery_timeout_seconds,
+            # A batch POSTs to one receiver from every worker at once: keep what they opened.
+            keep_alive_per_receiver=settings.delivery_concurrency,
         ),
         sqs=aws_client("sqs", max_pool_connections=pool),
         delivery_queue_url=settings.delivery_queue_url,
