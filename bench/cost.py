@@ -1,6 +1,7 @@
 """What a million events cost on AWS, from the requests the local stack really makes.
 
     .venv/bin/python bench/cost.py [--events 300] [--subscriptions 2] [--copies 0]
+        [--rate EVENTS_PER_SECOND [--time-scale K]] [--ingest-window S] [--deliver-window S]
 
 Runs the whole bridge (`jobhooks_tools.local.dev_stack`: RabbitMQ, the shovel, moto with
 template.yaml's resources, the ingest and deliver handlers under the SQS event-source poller) and
@@ -22,7 +23,18 @@ derives, per event:
   PutRecordBatch calls, each record billed rounded up to 5 KB; S3 objects per buffer flush and
   the rows' storage over their retention; Athena per question asked (10 MB minimum);
 
-then prices them per million events with the table `PRICES` (us-east-1, each with its source)
+By default the events are published as one burst, which fills every batch. `--rate R` paces
+them at R events per second instead, the steady load of a deployment, with the event sources'
+batching windows `--ingest-window` and `--deliver-window` (the template's
+`IngestBatchingWindowSeconds` and `DeliverBatchingWindowSeconds`, 0 by default). A batch holds
+about rate x window records, so `--time-scale K` runs K times faster with the same product: the
+events are published at R x K per second, the windows are divided by K (the local event source
+takes fractions of a second, Lambda only whole seconds) and so are the functions' subscription
+cache times; latencies are reported as measured and multiplied by K. What it does not compress:
+the handlers' own run time and the emulator's call latency, the poller's 1 s long poll and its
+50 ms pause after an empty short poll, and the shovel. See docs/cost.md.
+
+It then prices them per million events with the table `PRICES` (us-east-1, each with its source)
 and sets them beside EventBridge API destinations and hosted webhook services. moto answers
 more slowly than AWS, so the Lambda duration line is an upper bound; every other line counts
 requests and bytes, which do not depend on the emulator's speed.
@@ -62,7 +74,8 @@ SQS_CHUNK: Final = 64 * 1024
 # with request ids, durations and memory figures); they are ingested like any other line.
 LAMBDA_PLATFORM_LOG_BYTES: Final = 400
 # Client-to-server bytes of a fresh TLS 1.3 connection (ClientHello, key share, Finished) and
-# TCP/IP headers; the deliver function opens one per POST. An estimate, not a measurement.
+# TCP/IP headers, charged once per new connection the receivers accepted (counted). The bytes
+# are an estimate, not a measurement.
 TLS_OVERHEAD_BYTES: Final = 1_000
 # What an in-region DynamoDB or SQS call takes from Lambda, for the duration sensitivity line.
 IN_REGION_CALL_SECONDS: Final = 0.008
@@ -81,6 +94,47 @@ HOURS_PER_MONTH: Final = 730
 ROWS_PER_FLUSH: Final = MILLION // FIREHOSE_FLUSHES_PER_MONTH
 # Athena bills at least 10 MB per query.
 ATHENA_MINIMUM_BYTES: Final = 10 * 1_000_000
+# The template's subscription cache times (JOBHOOKS_SUBSCRIPTION(S)_CACHE_SECONDS), divided by
+# --time-scale like the batching windows, so cache refreshes per event stay those of the rate.
+SUBSCRIPTION_CACHE_SECONDS: Final = 30.0
+# Lambda's limit on MaximumBatchingWindowInSeconds for an SQS event source mapping.
+MAX_BATCHING_WINDOW_SECONDS: Final = 300
+
+
+@dataclass(frozen=True)
+class Load:
+    """How the measured events are published, and the batching windows they meet."""
+
+    # Events per second at the deployment being modelled; None: one burst.
+    rate: float | None = None
+    # The run goes this many times faster than the modelled deployment (see the docstring).
+    time_scale: float = 1.0
+    # The deployed windows, whole seconds as Lambda takes them.
+    ingest_window: int = 0
+    deliver_window: int = 0
+
+    @property
+    def publish_interval(self) -> float:
+        """Wall seconds between two published events (0: a burst)."""
+        return 0.0 if self.rate is None else 1.0 / (self.rate * self.time_scale)
+
+    def local(self, seconds: float) -> float:
+        """A deployed duration as the compressed run plays it."""
+        return seconds / self.time_scale
+
+    def describe(self) -> str:
+        windows = (
+            f"batching windows: ingest {self.ingest_window} s, deliver {self.deliver_window} s"
+        )
+        if self.rate is None:
+            return f"load: one burst; {windows}"
+        if self.time_scale == 1:
+            return f"load: paced at {self.rate:g} events/s; {windows}"
+        return (
+            f"load: paced at {self.rate:g} events/s, run {self.time_scale:g}x faster (published "
+            f"at {self.rate * self.time_scale:g}/s, windows {self.local(self.ingest_window):g} s "
+            f"and {self.local(self.deliver_window):g} s, cache times divided too); {windows}"
+        )
 
 
 @dataclass(frozen=True)
@@ -374,13 +428,22 @@ class Measurement:
     dashboards: int
     egress_bytes: int
     body_bytes: int
+    # New TCP connections the receivers accepted while the measured events were delivered.
+    connections: int
+    # Seconds from publishing an event to each receiver's first successful POST (wall clock).
+    latencies: list[float]
+    load: Load
     seconds: float
     analytics: AnalyticsWrites
     # template.yaml's AnalyticsRetentionDays default: how long S3 keeps the rows.
     analytics_retention_days: int
 
 
-def measure(events: int, subscriptions: int, copies: int, warmup: int) -> Measurement:
+def measure(
+    events: int, subscriptions: int, copies: int, warmup: int, load: Load | None = None
+) -> Measurement:
+    load = load or Load()
+    cache_seconds = f"{load.local(SUBSCRIPTION_CACHE_SECONDS):g}"
     meter = AwsMeter()
     # Before anything makes a client: clients copy their session's hooks when created.
     boto3.setup_default_session()
@@ -394,8 +457,12 @@ def measure(events: int, subscriptions: int, copies: int, warmup: int) -> Measur
             emit_metrics=True,
             # The template's cache times, not jobhooks dev's short local ones.
             environment={
-                "JOBHOOKS_SUBSCRIPTIONS_CACHE_SECONDS": "30",
-                "JOBHOOKS_SUBSCRIPTION_CACHE_SECONDS": "30",
+                "JOBHOOKS_SUBSCRIPTIONS_CACHE_SECONDS": cache_seconds,
+                "JOBHOOKS_SUBSCRIPTION_CACHE_SECONDS": cache_seconds,
+            },
+            batching_windows={
+                "IngestFunction": load.local(load.ingest_window),
+                "DeliverFunction": load.local(load.deliver_window),
             },
             on_invocation=meter.invocation,
             on_shovel_client=meter.instrument,
@@ -408,17 +475,19 @@ def measure(events: int, subscriptions: int, copies: int, warmup: int) -> Measur
         endpoints = _subscribe(receiver, subscriptions)
         key = demo_key()
         print(f"... warming up with {warmup} events", file=sys.stderr)
-        _run(stack, receiver, endpoints, key, warmup, 0)
+        _run(stack, receiver, endpoints, key, warmup, 0, 0.0)
         meter.reset()
         assert stack.log_path is not None
         log_mark = stack.log_path.stat().st_size
         lines_mark = _line_count(stack.log_path)
         received_mark = len(receiver.received())
+        connections_mark = receiver.connections()
         analytics_mark = set(row_files(stack.analytics_dir))
         print(f"... measuring {events} events", file=sys.stderr)
         started = time.monotonic()
-        _run(stack, receiver, endpoints, key, events, copies)
+        latencies = _run(stack, receiver, endpoints, key, events, copies, load.publish_interval)
         seconds = time.monotonic() - started
+        connections = receiver.connections() - connections_mark
         calls, invocations = meter.snapshot()
         analytics = analytics_writes(stack.analytics_dir, analytics_mark)
         log_bytes = stack.log_path.stat().st_size - log_mark
@@ -456,8 +525,11 @@ def measure(events: int, subscriptions: int, copies: int, warmup: int) -> Measur
         event_sources=len([f for f in functions if f.queue]),
         alarms=resource_types["AWS::CloudWatch::Alarm"],
         dashboards=resource_types["AWS::CloudWatch::Dashboard"],
-        egress_bytes=body_bytes + header_bytes + request_lines + TLS_OVERHEAD_BYTES * len(posts),
+        egress_bytes=body_bytes + header_bytes + request_lines + TLS_OVERHEAD_BYTES * connections,
         body_bytes=body_bytes,
+        connections=connections,
+        latencies=latencies,
+        load=load,
         seconds=seconds,
         analytics=analytics,
         analytics_retention_days=retention,
@@ -491,7 +563,10 @@ def _run(
     key: Any,
     events: int,
     copies: int,
-) -> None:
+    interval: float,
+) -> list[float]:
+    """Publishes `events` (one every `interval` seconds, or as a burst when 0) and waits for
+    every delivery; returns each delivery's seconds from publishing to the receiver."""
     traffic = list(
         sample_traffic(key, count=events, tenants=(TENANT,), copies=(Copy.REPAIRER,) * copies)
     )
@@ -500,8 +575,12 @@ def _run(
     # Copies come after their events were delivered, as the repairer's do (every 30 s): a copy
     # racing its original's claim would wait out the ingest queue's visibility timeout.
     later_copies = [p for p in traffic if p.kind != "original"]
+    published: dict[str, float] = {}
     with SamplePublisher(stack.amqp_url) as publisher:
-        for publication in originals:
+        start = time.monotonic()
+        for n, publication in enumerate(originals):
+            time.sleep(max(0.0, start + n * interval - time.monotonic()))
+            published[webhook_id_for(publication.event_id)] = time.time()
             publisher.publish_sample(publication)
 
     def complete(receiver: DemoReceiver) -> bool:
@@ -517,6 +596,14 @@ def _run(
             for publication in later_copies:
                 publisher.publish_sample(publication)
     stack.wait_until_idle(timeout=120, settle=1.0)
+    latencies: list[float] = []
+    for endpoint in endpoints:
+        first: dict[str, float] = {}
+        for webhook in receiver.received(endpoint):
+            if webhook.answered < 300 and webhook.webhook_id in published:
+                first.setdefault(webhook.webhook_id, webhook.received_at)
+        latencies.extend(at - published[webhook_id] for webhook_id, at in first.items())
+    return latencies
 
 
 def _emf_metrics(path: Any, offset: int) -> set[str]:
@@ -735,6 +822,30 @@ def _idle_receive(call: Call) -> bool:
     return call.operation == "ReceiveMessage" and not call.response.get("Messages")
 
 
+def latency_summary(latencies: list[float], time_scale: float) -> str:
+    """Publish-to-receiver latency as measured (wall clock), and multiplied by the time scale."""
+    if not latencies:
+        return "latency: no delivery measured"
+    ordered = sorted(latencies)
+
+    def at(share: float) -> float:
+        return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+    figures = (sum(ordered) / len(ordered), at(0.5), at(0.95), ordered[-1])
+    text = (
+        "latency publish -> receiver, mean / p50 / p95 / max: "
+        + " / ".join(f"{f:.2f}" for f in figures)
+        + " s"
+    )
+    if time_scale != 1:
+        text += (
+            f" (x {time_scale:g}: "
+            + " / ".join(f"{f * time_scale:.1f}" for f in figures)
+            + " s, which also multiplies the emulator's processing time)"
+        )
+    return text
+
+
 def report(m: Measurement) -> str:
     out: list[str] = []
     say = out.append
@@ -744,6 +855,7 @@ def report(m: Measurement) -> str:
         f"{m.subscriptions} subscriptions per event, {m.deliveries} deliveries, "
         f"measured on the local stack in {m.seconds:.1f} s"
     )
+    say(m.load.describe())
     say("")
     say("AWS requests per event (measured)")
     say(f"  {'service':<15}{'operation':<28}{'calls':>7}{'per event':>11}")
@@ -795,8 +907,11 @@ def report(m: Measurement) -> str:
     )
     say(
         f"  egress: {m.egress_bytes / max(1, m.deliveries):.0f} B per POST "
-        f"({m.body_bytes / max(1, m.deliveries):.0f} B body, headers, {TLS_OVERHEAD_BYTES} B TLS)"
+        f"({m.body_bytes / max(1, m.deliveries):.0f} B body, headers, {TLS_OVERHEAD_BYTES} B TLS "
+        f"per new connection: {m.connections} connections for {m.deliveries} POSTs, "
+        f"{m.connections / max(1, m.deliveries):.2f} per POST)"
     )
+    say("  " + latency_summary(m.latencies, m.load.time_scale))
     written = m.analytics
     say(
         f"  analytics: {written.rows * per_event:.2f} rows and {written.writes * per_event:.2f} "
@@ -908,8 +1023,40 @@ def main(argv: list[str] | None = None) -> int:
         "--copies", type=int, default=0, help="repairer re-emissions per event (deduplicated)"
     )
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument(
+        "--rate",
+        type=float,
+        help="publish at this many events per second (a steady load); default: one burst",
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="with --rate: run this many times faster, the batching windows and cache times "
+        "divided by it (rate x window, the records a batch gathers, is unchanged)",
+    )
+    parser.add_argument(
+        "--ingest-window",
+        type=int,
+        default=0,
+        help="IngestBatchingWindowSeconds as deployed (whole seconds, 0-300; default 0)",
+    )
+    parser.add_argument(
+        "--deliver-window",
+        type=int,
+        default=0,
+        help="DeliverBatchingWindowSeconds as deployed (whole seconds, 0-300; default 0)",
+    )
     args = parser.parse_args(argv)
-    measurement = measure(args.events, args.subscriptions, args.copies, args.warmup)
+    if args.rate is not None and args.rate <= 0:
+        parser.error("--rate must be positive")
+    if args.time_scale <= 0 or (args.time_scale != 1 and args.rate is None):
+        parser.error("--time-scale must be positive and needs --rate (a burst has no time)")
+    for window in (args.ingest_window, args.deliver_window):
+        if not 0 <= window <= MAX_BATCHING_WINDOW_SECONDS:
+            parser.error(f"a batching window is 0 to {MAX_BATCHING_WINDOW_SECONDS} seconds")
+    load = Load(args.rate, args.time_scale, args.ingest_window, args.deliver_window)
+    measurement = measure(args.events, args.subscriptions, args.copies, args.warmup, load)
     print(report(measurement))
     return 0
 

@@ -15,6 +15,7 @@ import boto3
 import pytest
 from cfnlint.decode import cfn_yaml
 from jobhooks.ingest.settings import IngestSettings
+from jobhooks_tools.local.dev_stack import DevStack, DevStackSettings
 from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import (
     LocalResources,
@@ -303,3 +304,13 @@ def test_a_sub_naming_an_analytics_resource_says_it_has_no_local_counterpart(
     variables["JOBHOOKS_ANALYTICS_LOCATION"] = {"Fn::Sub": "s3://${AnalyticsBucket}/rows/"}
     with pytest.raises(LocalTemplateError, match="AnalyticsBucket, which has no local counterpart"):
         provision(template, endpoint_url=aws.endpoint_url)
+
+
+def test_the_dev_stack_takes_fractional_batching_windows_per_function(
+    resources: LocalResources,
+) -> None:
+    # bench/cost.py --time-scale divides the windows; Lambda itself takes whole seconds.
+    stack = DevStack(DevStackSettings(batching_windows={"IngestFunction": 0.5}))
+    assert stack.batching_window(resources.functions["IngestFunction"]) == 0.5
+    # A function without an override keeps the template's window (0 by default).
+    assert stack.batching_window(resources.functions["DeliverFunction"]) == 0.0

@@ -260,6 +260,28 @@ def test_a_batching_window_ends_a_batch_once_it_is_full(sqs: Any) -> None:
     assert time.monotonic() - began < 10  # full: no waiting for the window
 
 
+def test_a_long_batching_window_keeps_its_batch_with_the_default_client(sqs: Any) -> None:
+    # The window long-polls for the rest of it (11 s here): longer than the default client's
+    # read timeout for a poller that waits 0 s (10 s), which used to fail the receive and leave
+    # the batch's first message in flight until its visibility timeout.
+    queue_url = make_queue(sqs, visibility_timeout=30)
+    send(sqs, queue_url, "only")
+    handler = RecordingHandler()
+    source = SqsEventSource(
+        queue_url,
+        handler,
+        wait_time_seconds=0,
+        batch_size=2,
+        batching_window_seconds=12,
+        function_timeout_seconds=1,
+    )
+
+    stats = source.run_once()
+
+    assert stats.received == 1 and stats.deleted == 1
+    assert [len(event["Records"]) for event in handler.events] == [1]
+
+
 # -- partial batch responses ---------------------------------------------------------------
 
 

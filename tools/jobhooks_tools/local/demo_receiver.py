@@ -10,6 +10,7 @@ own receiver and check that nothing arrives where it does not belong.
     url = receiver.add_endpoint("acme-orders", secret)     # http://127.0.0.1:PORT/acme-orders
     receiver.set_status("acme-orders", 503)                # failing until set back to 200
     receiver.go_down(); receiver.come_back()               # connections refused, then accepted
+    receiver.connections()                                 # TCP connections accepted so far
     receiver.stop()
 """
 
@@ -155,6 +156,8 @@ class DemoReceiver:
         self.port = port
         self._on_webhook = on_webhook
         self._endpoints: dict[str, _Endpoint] = {}
+        # TCP connections accepted since start (benches price a TLS handshake per connection).
+        self._connections = 0
         self._lock = threading.Condition()
         self._server: _ConnectionsServer | None = None
         self._thread: threading.Thread | None = None
@@ -186,6 +189,12 @@ class DemoReceiver:
         with self._lock:
             endpoints = [self._endpoints[name]] if name else list(self._endpoints.values())
             return [webhook for endpoint in endpoints for webhook in endpoint.received]
+
+    def connections(self) -> int:
+        """How many TCP connections the server has accepted: one per POST while senders close
+        them (`Connection: close`), fewer when they keep them alive."""
+        with self._lock:
+            return self._connections
 
     def wait_for(
         self, condition: Callable[[DemoReceiver], bool], timeout: float, *, what: str = ""
@@ -236,6 +245,11 @@ class DemoReceiver:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:  # once per accepted connection, before its first request
+                super().setup()
+                with receiver._lock:
+                    receiver._connections += 1
 
             def do_POST(self) -> None:  # http.server's naming
                 receiver._handle(self)

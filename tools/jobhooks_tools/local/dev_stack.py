@@ -136,6 +136,10 @@ class DevStackSettings:
     shovel: str = "thread"
     api_port: int | None = 0  # None: no management API; 0: a free port
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    # Batching windows (seconds) by function logical id, instead of the template's. Lambda takes
+    # whole seconds only; fractions are for benches that compress time (bench/cost.py
+    # --time-scale divides the windows by the factor it speeds publishing up by).
+    batching_windows: Mapping[str, float] = field(default_factory=dict)
     # Powertools EMF metrics on stdout (benches count their bytes).
     emit_metrics: bool = False
     # Send this process's stdout to the log file while the stack runs, as Lambda sends a
@@ -540,7 +544,7 @@ class DevStack:
                 resources.queue_url(function.queue),
                 self._observed(function, handler),
                 batch_size=function.batch_size or 10,
-                batching_window_seconds=function.batching_window_seconds,
+                batching_window_seconds=self.batching_window(function),
                 function_name=f"{resources.prefix}-{function.logical_id}",
                 function_timeout_seconds=float(function.timeout_seconds),
                 memory_limit_in_mb=function.memory_mb,
@@ -550,6 +554,15 @@ class DevStack:
         self._route_logs()
         for source in self.event_sources.values():
             source.start()
+
+    def batching_window(self, function: LocalFunction) -> float:
+        """The seconds `function`'s event source waits to fill a batch: the settings' override,
+        else the template's MaximumBatchingWindowInSeconds."""
+        return float(
+            self.settings.batching_windows.get(
+                function.logical_id, function.batching_window_seconds
+            )
+        )
 
     def _load_handler(self, function: LocalFunction) -> Callable[..., Any]:
         module_name, _, attribute = function.handler.rpartition(".")

@@ -183,7 +183,15 @@ class SqsEventSource:
         self.queue_url = queue_url
         self.function_name = function_name
         self._handler = handler
-        self._sqs = sqs_client if sqs_client is not None else _default_sqs_client(wait_time_seconds)
+        # The default client must outwait the longest receive: a batching window long-polls for
+        # up to the rest of the window (at most 20 s), longer than the poller's own wait.
+        self._sqs = (
+            sqs_client
+            if sqs_client is not None
+            else _default_sqs_client(
+                max(wait_time_seconds, _window_poll_seconds(batching_window_seconds))
+            )
+        )
         self._batch_size = batch_size
         self._batching_window = batching_window_seconds
         self._wait_time_seconds = wait_time_seconds
@@ -350,7 +358,7 @@ class SqsEventSource:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            more = self._receive_up_to(self._batch_size - len(messages), min(int(left), 20))
+            more = self._receive_up_to(self._batch_size - len(messages), _window_poll_seconds(left))
             if not more:
                 # A short poll found nothing: wait a moment rather than spin until the window ends.
                 self._stopping.wait(min(0.05, max(0.0, deadline - time.monotonic())))
@@ -659,6 +667,11 @@ def _describe(error: BaseException) -> str:
     if isinstance(response, dict) and "Error" in response:
         return f"{response['Error'].get('Code', 'Unknown')}: {response['Error'].get('Message', '')}"
     return f"{type(error).__name__}: {error}"
+
+
+def _window_poll_seconds(window_left: float) -> int:
+    """The long poll that fits in what is left of a batching window (SQS allows 0 to 20 s)."""
+    return min(int(window_left), 20)
 
 
 def _default_sqs_client(wait_time_seconds: int) -> Any:
