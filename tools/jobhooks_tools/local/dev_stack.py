@@ -388,7 +388,7 @@ class DevStack:
             [
                 sys.executable,
                 "-m",
-                # The `jobhooks` CLI under the AWS limits guard (tools/jobhooks_tools/local/aws_limits).
+                # The `jobhooks` CLI under the AWS limits guard (jobhooks_tools/local/aws_limits).
                 "jobhooks_tools.local.aws_limits",
                 "shovel",
                 "--amqp-url",
