@@ -34,7 +34,7 @@ from jobhooks.inbound.outcome import webhook_payload
 from jobhooks.inbound.rejection import Reason
 from jobhooks.ingest.claims import ClaimStore
 from jobhooks.ingest.fetcher_keys import DEFAULT_REFRESH_INTERVAL_SECONDS
-from jobhooks.ingest.model import Duplicate, TakeOver
+from jobhooks.ingest.model import Duplicate, FanOutPlan, TakeOver
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.wiring import ingest_service
 from jobhooks.management.context import get_management_context
@@ -729,9 +729,10 @@ def test_a_copy_accepted_at_the_very_end_of_its_window_still_finds_the_claim(
     policy = settings.verification_policy(keys=(demo_key(),))
     body = sample.forwarded().to_json()
     first = read_forwarded_message(body, policy, datetime.fromtimestamp(t, UTC))
-    claim = claims.claim_event(first, lease_ms=1000)
+    plan = FanOutPlan("retention", "{}", ())
+    claim = claims.claim_event(first, lease_ms=1000, plan=plan)
     assert not isinstance(claim, Duplicate)
-    claims.complete(claim, matched=0, payload="{}")
+    claims.complete_batch(plan.batch_id, [(claim, plan)])
 
     # The last receipt the freshness rule accepts, and the last moment SQS still holds it.
     late = read_forwarded_message(body, policy, datetime.fromtimestamp(t + window, UTC))

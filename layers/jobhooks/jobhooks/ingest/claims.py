@@ -38,7 +38,6 @@ from jobhooks.ingest.claim_retention import claim_expires_at
 from jobhooks.ingest.exceptions import (
     AwsServiceError,
     ClaimInProgressError,
-    ClaimLostError,
     EventInProgressError,
     EventNotFoundError,
 )
@@ -253,64 +252,6 @@ class ClaimStore:
             )
             for claim, plan in claimed
         ]
-
-    def complete(
-        self,
-        claim: Claim,
-        *,
-        matched: int,
-        payload: str,
-        subscription_ids: Iterable[str] = (),
-    ) -> EventRecord:
-        """Mark the claim done; raises `ClaimLostError` when it is no longer ours."""
-        now = self._clock()
-        fanned_out_to = tuple(sorted(set(subscription_ids)))
-        expires_at = self._expires_at(now, claim.signed_at)
-        update = (
-            ItemUpdate()
-            .set("state", {"S": ClaimState.DONE.value})
-            .set("matched", {"N": str(matched)})
-            .set("payload", {"B": _compress(payload)})
-            .set("tenant_id", {"S": claim.tenant_id})
-            .set("event_type", {"S": claim.event_type})
-            .set("job_id", {"S": claim.job_id})
-            .set("done_at", {"S": format_time(now)})
-            .set("expires_at", {"N": str(expires_at)})
-        )
-        if fanned_out_to:
-            # DynamoDB refuses an empty set: no subscription, no attribute.
-            update.set("subscription_ids", {"SS": list(fanned_out_to)})
-        if matched == 0:
-            # The sparse `unmatched` index lists it: nothing wanted it, which is worth seeing.
-            update.set("unmatched_tenant", {"S": claim.tenant_id})
-        update.remove("lease_until")
-        token = update.value("token", {"S": claim.token})
-        in_progress = update.value("in_progress", {"S": ClaimState.IN_PROGRESS.value})
-        update.condition(
-            f"{update.name('claim_token')} = {token} AND {update.name('state')} = {in_progress}"
-        )
-        try:
-            self._dynamodb.update_item(
-                **update.request(self.table_name, {"event_id": {"S": claim.event_id}})
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                raise ClaimLostError(claim.event_id) from None
-            raise AwsServiceError.from_client_error("UpdateItem (complete claim)", error) from error
-        return EventRecord(
-            event_id=claim.event_id,
-            state=ClaimState.DONE,
-            tenant_id=claim.tenant_id,
-            event_type=claim.event_type,
-            job_id=claim.job_id,
-            claimed_at=None,
-            expires_at=from_epoch_seconds(expires_at),
-            done_at=now,
-            matched=matched,
-            payload=payload,
-            unmatched=matched == 0,
-            subscription_ids=fanned_out_to,
-        )
 
     def release(self, claim: Claim) -> bool:
         """Give the claim up so a retry can take it at once; False when it was not ours."""

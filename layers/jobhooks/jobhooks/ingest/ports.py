@@ -36,15 +36,6 @@ class EventClaims(Protocol):
         self, batch_id: str, claimed: Sequence[tuple[Claim, FanOutPlan]]
     ) -> list[EventRecord]: ...
 
-    def complete(
-        self,
-        claim: Claim,
-        *,
-        matched: int,
-        payload: str,
-        subscription_ids: Iterable[str] = (),
-    ) -> EventRecord: ...
-
     def release(self, claim: Claim) -> bool: ...
 
     def get(self, event_id: str) -> EventRecord | None: ...
