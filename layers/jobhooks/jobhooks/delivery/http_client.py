@@ -501,24 +501,12 @@ class _DeadlineSlot:
             sock.settimeout(max(self.current.remaining(), 0.001))
 
 
-class _GuardedHTTPSConnection(HTTPSConnection):
-    def __init__(self, *args: Any, deadline: _DeadlineSlot, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._deadline = deadline
-        self._kept = False  # whether this socket already carried a request
+class _Guarded(HTTPConnection):
+    """The deadline guard of a connection, for plain and TLS connections alike: every new
+    socket is guarded right after the TCP handshake (before TLS, so a stalled handshake is cut
+    off too), and every request, on a new or a kept socket, is held to the current POST's
+    deadline."""
 
-    def _new_conn(self) -> socket.socket:
-        # Right after the TCP handshake, before TLS: a stalled handshake is cut off too.
-        self._kept = False
-        return self._deadline.guard(super()._new_conn())
-
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        self._deadline.before_request(self, kept=self._kept)
-        super().request(*args, **kwargs)
-        self._kept = True  # after: a reconnect inside request() resets it in _new_conn
-
-
-class _GuardedHTTPConnection(HTTPConnection):
     def __init__(self, *args: Any, deadline: _DeadlineSlot, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline = deadline
@@ -534,20 +522,23 @@ class _GuardedHTTPConnection(HTTPConnection):
         self._kept = True  # after: a reconnect inside request() resets it in _new_conn
 
 
-class _GuardedHTTPSConnectionPool(HTTPSConnectionPool):
+class _GuardedHTTPSConnection(_Guarded, HTTPSConnection):
+    pass
+
+
+class _GuardedHTTPConnection(_Guarded):
+    pass
+
+
+class _GuardedPool(HTTPConnectionPool):
+    def __init__(self, *args: Any, deadline: _DeadlineSlot, **kwargs: Any) -> None:
+        super().__init__(*args, deadline=deadline, **kwargs)
+        self.deadline_slot = deadline
+
+
+class _GuardedHTTPSConnectionPool(_GuardedPool, HTTPSConnectionPool):
     ConnectionCls = _GuardedHTTPSConnection
 
-    def __init__(self, *args: Any, deadline: _DeadlineSlot, **kwargs: Any) -> None:
-        super().__init__(*args, deadline=deadline, **kwargs)
-        self.deadline_slot = deadline
 
-
-class _GuardedHTTPConnectionPool(HTTPConnectionPool):
+class _GuardedHTTPConnectionPool(_GuardedPool):
     ConnectionCls = _GuardedHTTPConnection
-
-    def __init__(self, *args: Any, deadline: _DeadlineSlot, **kwargs: Any) -> None:
-        super().__init__(*args, deadline=deadline, **kwargs)
-        self.deadline_slot = deadline
-
-
-_GuardedPool = _GuardedHTTPConnectionPool | _GuardedHTTPSConnectionPool
