@@ -3,13 +3,19 @@
 Ingest writes one per matching subscription; deliver reads it. The payload is the exact webhook
 body, built once at ingest, so every attempt and every subscription POSTs the same bytes. The
 ids are derived, not random: a repeated fan-out of one event yields the same `delivery_id`, which
-is what lets the deliver side drop a duplicate task after a recorded success.
+is what lets the deliver side drop a duplicate task after a recorded success. A delivery id names
+its event and subscription (`parse_delivery_id`): a first attempt that succeeded has no record of
+its own, and the id is how the management API finds the page that holds it
+(`jobhooks.delivery.first_attempts`). Ids made before that (`dlv_` and 32 hex digits, a hash)
+still name their records.
 """
 
 from __future__ import annotations
 
-import hashlib
+import base64
+import binascii
 import json
+import re
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -58,9 +64,34 @@ class DeliveryTask(BaseModel):
             ) from None
 
 
+DELIVERY_ID_PREFIX: Final = "dlv_"
+_SUBSCRIPTION_ID: Final = re.compile(r"sub_[A-Za-z0-9_-]{1,64}")
+
+
 def delivery_id_for(event_id: str, subscription_id: str) -> str:
-    digest = hashlib.sha256(f"{event_id}\n{subscription_id}".encode()).hexdigest()
-    return "dlv_" + digest[:32]
+    """`dlv_<event id, base64url without padding>.<subscription id>`: URL-safe, and reversible.
+
+    Base64url has no `.`, and subscription ids (`sub_` and base64url) have none either, so the
+    first `.` splits the id.
+    """
+    encoded = base64.urlsafe_b64encode(event_id.encode("utf-8")).rstrip(b"=").decode("ascii")
+    return f"{DELIVERY_ID_PREFIX}{encoded}.{subscription_id}"
+
+
+def parse_delivery_id(delivery_id: str) -> tuple[str, str] | None:
+    """(event id, subscription id) of a delivery id; None for a hashed (older) or foreign id."""
+    if not delivery_id.startswith(DELIVERY_ID_PREFIX):
+        return None
+    encoded, dot, subscription_id = delivery_id[len(DELIVERY_ID_PREFIX) :].partition(".")
+    if not dot or not encoded or not _SUBSCRIPTION_ID.fullmatch(subscription_id):
+        return None
+    try:
+        event_id = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    if delivery_id_for(event_id, subscription_id) != delivery_id:
+        return None  # not the canonical form (padding, stray characters): not ours
+    return event_id, subscription_id
 
 
 def delivery_task_for(
