@@ -710,8 +710,14 @@ def test_the_event_tables_can_be_provisioned_with_auto_scaling_and_are_on_demand
                 f"table/${{{table}}}/index/{index}",
                 f"dynamodb:index:{kind}CapacityUnits",
             ) in targets
+    # The first attempts table has no index: its pages are queried by their own key.
+    assert properties(template, "FirstAttemptsTable")["BillingMode"] == {
+        "Fn::If": ["ProvisionedTables", "PROVISIONED", "PAY_PER_REQUEST"]
+    }
+    for kind in ("Read", "Write"):
+        assert ("table/${FirstAttemptsTable}", f"dynamodb:table:{kind}CapacityUnits") in targets
     policies = resources(template, "AWS::ApplicationAutoScaling::ScalingPolicy")
-    assert len(policies) == len(targets) == 8
+    assert len(policies) == len(targets) == 10
     for logical_id, policy in policies.items():
         assert template["Resources"][logical_id]["Condition"] == "ProvisionedTables"
         configuration = policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]
