@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/cost.py [--events 300] [--subscriptions 2] [--copies 0]
         [--rate EVENTS_PER_SECOND [--time-scale K]] [--ingest-window S] [--deliver-window S]
+        [--receiver-ms MS]
 
 Runs the whole bridge (`jobhooks_tools.local.dev_stack`: RabbitMQ, the shovel, moto with
 template.yaml's resources, the ingest and deliver handlers under the SQS event-source poller) and
@@ -87,7 +88,9 @@ FIREHOSE_RECORD_UNIT: Final = 5 * 1024
 FIREHOSE_FLUSHES_PER_MONTH: Final = 30 * 24 * 3600 // 300
 # TableCapacityMode=provisioned: the tables and indexes it provisions (template.yaml), the
 # auto scaling target, and a month of steady load for pricing them.
-PROVISIONED_TABLES: Final = ("ClaimsTable", "DeliveriesTable")
+PROVISIONED_TABLES: Final = ("ClaimsTable", "DeliveriesTable", "FirstAttemptsTable")
+# Those with a global secondary index (provisioned, and scaled, on its own).
+PROVISIONED_INDEXED: Final = frozenset({"ClaimsTable", "DeliveriesTable"})
 PROVISIONED_TARGET_UTILIZATION: Final = 0.70
 HOURS_PER_MONTH: Final = 730
 # Rows per Firehose flush (one S3 object) at a steady million events a month.
@@ -97,6 +100,8 @@ ATHENA_MINIMUM_BYTES: Final = 10 * 1_000_000
 # The template's subscription cache times (JOBHOOKS_SUBSCRIPTION(S)_CACHE_SECONDS), divided by
 # --time-scale like the batching windows, so cache refreshes per event stay those of the rate.
 SUBSCRIPTION_CACHE_SECONDS: Final = 30.0
+# The functions that POST webhooks: ingest (first attempts) and deliver (the retries).
+POSTING_FUNCTIONS: Final = frozenset({"IngestFunction", "DeliverFunction"})
 # Lambda's limit on MaximumBatchingWindowInSeconds for an SQS event source mapping.
 MAX_BATCHING_WINDOW_SECONDS: Final = 300
 
@@ -112,6 +117,8 @@ class Load:
     # The deployed windows, whole seconds as Lambda takes them.
     ingest_window: int = 0
     deliver_window: int = 0
+    # How long the receivers take to answer each POST (0: at once, on loopback).
+    receiver_ms: int = 0
 
     @property
     def publish_interval(self) -> float:
@@ -124,7 +131,8 @@ class Load:
 
     def describe(self) -> str:
         windows = (
-            f"batching windows: ingest {self.ingest_window} s, deliver {self.deliver_window} s"
+            f"batching windows: ingest {self.ingest_window} s, deliver {self.deliver_window} s; "
+            f"receivers answer in {self.receiver_ms} ms"
         )
         if self.rate is None:
             return f"load: one burst; {windows}"
@@ -353,7 +361,7 @@ class CapacityUnits:
     wru: float = 0.0
     rru: float = 0.0
     wru_by_table: Counter[str] = field(default_factory=Counter)
-    rru_by_table: Counter[str] = field(default_factory=Counter)
+    rru_by_table: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     # Final item sizes of the items written, per table (what the write units follow).
     sizes_by_table: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     index_writes_by_table: Counter[str] = field(default_factory=Counter)
@@ -373,6 +381,8 @@ def dynamodb_units(calls: Iterable[Call], tables: Mapping[str, Table]) -> Capaci
         table = tables.get(call.request.get("TableName", ""))
         if table is None:
             continue
+        if call.operation == "BatchWriteItem":
+            continue  # charged per item below
         if call.operation in ("PutItem", "UpdateItem", "DeleteItem"):
             written = call.request.get("Item") or call.request.get("Key") or {}
             final = table.items.get(table.key_of(written))
@@ -403,7 +413,39 @@ def dynamodb_units(calls: Iterable[Call], tables: Mapping[str, Table]) -> Capaci
             charged_reads = units(size, 4096) * factor
             result.rru += charged_reads
             result.rru_by_table[table.name] += charged_reads
+    for call in calls:
+        if call.service == "dynamodb" and call.operation == "BatchWriteItem":
+            _charge_batch_write(call, tables, result)
     return result
+
+
+def _charge_batch_write(call: Call, tables: Mapping[str, Table], result: CapacityUnits) -> None:
+    """Each put of a BatchWriteItem is billed as a PutItem of its item (what DynamoDB left
+    unprocessed is sent again, and billed, by the retry call)."""
+    unprocessed = call.response.get("UnprocessedItems") or {}
+    for table_name, requests in (call.request.get("RequestItems") or {}).items():
+        table = tables.get(table_name)
+        if table is None:
+            continue
+        left = [r.get("PutRequest", {}).get("Item") for r in unprocessed.get(table_name, [])]
+        for request in requests:
+            item = request.get("PutRequest", {}).get("Item")
+            if item is None:
+                continue
+            if item in left:
+                left.remove(item)
+                continue
+            size = item_size(item)
+            result.sizes_by_table[table.name].append(size)
+            charged = units(size, 1024)
+            for index in table.indexes:
+                if all(name in item for name in index):
+                    index_units = units(size + GSI_ITEM_OVERHEAD, 1024)
+                    charged += index_units
+                    result.index_writes_by_table[table.name] += 1
+                    result.index_wru_by_table[table.name] += index_units
+            result.wru += charged
+            result.wru_by_table[table.name] += charged
 
 
 # ------------------------------------------------------------------------------ the run
@@ -469,7 +511,7 @@ def measure(
             on_progress=lambda line: print(f"... {line}", file=sys.stderr),
         )
     )
-    receiver = DemoReceiver().start()
+    receiver = DemoReceiver(answer_after_seconds=load.receiver_ms / 1000).start()
     try:
         stack.start()
         endpoints = _subscribe(receiver, subscriptions)
@@ -536,7 +578,13 @@ def measure(
     )
 
 
-_TABLES: Final = ("ClaimsTable", "SubscriptionsTable", "DeliveriesTable", "QuarantineTable")
+_TABLES: Final = (
+    "ClaimsTable",
+    "SubscriptionsTable",
+    "DeliveriesTable",
+    "FirstAttemptsTable",
+    "QuarantineTable",
+)
 
 
 def _subscribe(receiver: DemoReceiver, count: int) -> list[str]:
@@ -707,6 +755,15 @@ class Line:
         return self.quantity * self.price.usd
 
 
+def receiver_wait_usd(m: Measurement) -> float:
+    """Per million events, the duration the POSTing functions spend waiting for receivers
+    that answer in `--receiver-ms`: every ingest and deliver invocation of the run POSTed at
+    least once, and its POSTs run concurrently, so each waits about that long once."""
+    posting = [i for i in m.invocations if i.function in POSTING_FUNCTIONS]
+    gb_seconds = sum(m.load.receiver_ms / 1000 * i.memory_mb / 1024 for i in posting)
+    return gb_seconds * PRICES["lambda_gb_s"].usd * MILLION / m.events
+
+
 def cost_lines(m: Measurement) -> list[Line]:
     per_million = MILLION / m.events
     sqs_units = sum(
@@ -806,12 +863,16 @@ def provisioned_capacity(
         index_wru = m.capacity.index_wru_by_table[table] * per_event * MILLION
         rru = m.capacity.rru_by_table[table] * per_event * MILLION
         on_demand += wru * PRICES["dynamodb_wru"].usd + rru * PRICES["dynamodb_rru"].usd
-        for part, kind, requests, price in (
+        parts = [
             (logical_id, "writes", wru - index_wru, "dynamodb_wcu_hour"),
             (logical_id, "reads", rru, "dynamodb_rcu_hour"),
-            (f"{logical_id} index", "writes", index_wru, "dynamodb_wcu_hour"),
-            (f"{logical_id} index", "reads", 0.0, "dynamodb_rcu_hour"),
-        ):
+        ]
+        if logical_id in PROVISIONED_INDEXED:
+            parts += [
+                (f"{logical_id} index", "writes", index_wru, "dynamodb_wcu_hour"),
+                (f"{logical_id} index", "reads", 0.0, "dynamodb_rcu_hour"),
+            ]
+        for part, kind, requests, price in parts:
             rate = requests / seconds
             units_ = max(1, math.ceil(rate / PROVISIONED_TARGET_UTILIZATION))
             rows.append((part, kind, rate, units_, units_ * HOURS_PER_MONTH * PRICES[price].usd))
@@ -933,13 +994,17 @@ def report(m: Measurement) -> str:
         )
     total = sum(line.usd for line in lines)
     say(f"  {'total':<32}{'':>14}  {'':<12}{'':>14}{total:>13.3f}")
-    # The handlers mostly wait for AWS: scale their duration to in-region call latencies.
+    # The handlers mostly wait for AWS: scale their duration to in-region call latencies. The
+    # wait for the receivers (--receiver-ms) is the same in a region, so it is not scaled.
     duration = next(line for line in lines if line.name == "Lambda duration")
     scale = min(1.0, IN_REGION_CALL_SECONDS / (sum(latencies) / len(latencies)))
+    receiver_wait = min(duration.usd, receiver_wait_usd(m))
+    scaled_total = total - (duration.usd - receiver_wait) * (1 - scale)
     say(
         f"  {'total, Lambda duration scaled':<32}{'':>14}  {'':<12}{'':>14}"
-        f"{total - duration.usd * (1 - scale):>13.3f}  (calls at "
-        f"{1000 * IN_REGION_CALL_SECONDS:.0f} ms instead of the emulator's)"
+        f"{scaled_total:>13.3f}  (calls at {1000 * IN_REGION_CALL_SECONDS:.0f} ms instead of "
+        f"the emulator's; receivers answering in {m.load.receiver_ms} ms: "
+        f"${receiver_wait:.3f} of waiting, not scaled)"
     )
     dominant = sorted(lines, key=lambda line: line.usd, reverse=True)[:3]
     say(
@@ -956,7 +1021,7 @@ def report(m: Measurement) -> str:
     on_demand_tables, provisioned = provisioned_capacity(m)
     say(
         "DynamoDB capacity mode for a steady 1M events a month (TableCapacityMode, "
-        "claims and deliveries tables)"
+        "claims, deliveries and first-attempts tables)"
     )
     say(f"  {'table or index':<34}{'units/s':>9}{'provisioned':>13}{'$/month':>10}")
     for name, kind, rate, units_, usd in provisioned:
@@ -976,7 +1041,7 @@ def report(m: Measurement) -> str:
     ten_provisioned = sum(row[4] for row in ten_rows)
     say(
         f"  at a steady 10M events a month: on demand ${ten_on_demand / 10:.2f}, provisioned "
-        f"${ten_provisioned / 10:.2f} per million events for these two tables"
+        f"${ten_provisioned / 10:.2f} per million events for these tables"
     )
     say("")
     deliveries = m.subscriptions
@@ -1047,7 +1112,16 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="DeliverBatchingWindowSeconds as deployed (whole seconds, 0-300; default 0)",
     )
+    parser.add_argument(
+        "--receiver-ms",
+        type=int,
+        default=0,
+        help="the receivers answer each POST after this many milliseconds (default 0: at once, "
+        "on loopback); the functions' wait for them is priced unscaled",
+    )
     args = parser.parse_args(argv)
+    if not 0 <= args.receiver_ms <= 15_000:
+        parser.error("--receiver-ms is 0 to 15000 (the POST timeout)")
     if args.rate is not None and args.rate <= 0:
         parser.error("--rate must be positive")
     if args.time_scale <= 0 or (args.time_scale != 1 and args.rate is None):
@@ -1055,7 +1129,9 @@ def main(argv: list[str] | None = None) -> int:
     for window in (args.ingest_window, args.deliver_window):
         if not 0 <= window <= MAX_BATCHING_WINDOW_SECONDS:
             parser.error(f"a batching window is 0 to {MAX_BATCHING_WINDOW_SECONDS} seconds")
-    load = Load(args.rate, args.time_scale, args.ingest_window, args.deliver_window)
+    load = Load(
+        args.rate, args.time_scale, args.ingest_window, args.deliver_window, args.receiver_ms
+    )
     measurement = measure(args.events, args.subscriptions, args.copies, args.warmup, load)
     print(report(measurement))
     return 0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import http.client
+import time
 
 from jobhooks_tools.local.demo_receiver import DemoReceiver
 
@@ -39,3 +40,16 @@ def test_posts_that_close_their_connection_count_one_connection_each() -> None:
                 connection.close()
         assert len(receiver.received("orders")) == 2
         assert receiver.connections() == 2
+
+
+def test_a_receiver_told_to_take_its_time_answers_that_late() -> None:
+    # bench/cost.py --receiver-ms: the POSTing functions wait as for a receiver far away.
+    with DemoReceiver(answer_after_seconds=0.3) as receiver:
+        receiver.add_endpoint("orders")
+        connection = http.client.HTTPConnection(receiver.host, receiver.port, timeout=5)
+        try:
+            started = time.monotonic()
+            assert _post(connection, {}) == 401
+            assert time.monotonic() - started >= 0.3
+        finally:
+            connection.close()

@@ -151,10 +151,14 @@ class DemoReceiver:
         port: int = 0,
         *,
         on_webhook: Callable[[ReceivedWebhook], None] | None = None,
+        answer_after_seconds: float = 0.0,
     ) -> None:
+        """`answer_after_seconds`: how long every POST waits before its answer, as a receiver
+        across the internet would (benches price the functions' wait with it)."""
         self.host = host
         self.port = port
         self._on_webhook = on_webhook
+        self._answer_after = answer_after_seconds
         self._endpoints: dict[str, _Endpoint] = {}
         # TCP connections accepted since start (benches price a TLS handshake per connection).
         self._connections = 0
@@ -295,6 +299,8 @@ class DemoReceiver:
                 endpoint.received.append(webhook)
             self._lock.notify_all()
         reply = b"" if answered < 300 else json.dumps({"error": problem or "failing"}).encode()
+        if self._answer_after > 0:
+            time.sleep(self._answer_after)
         request.send_response(answered)
         request.send_header("content-type", "application/json")
         request.send_header("content-length", str(len(reply)))
