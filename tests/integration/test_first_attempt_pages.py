@@ -3,6 +3,7 @@ back by key and newest first, and delivery ids that name their event and subscri
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import boto3
@@ -16,6 +17,7 @@ from jobhooks.delivery.first_attempts import (
 )
 from jobhooks.delivery.model import DeliveryStatus
 from jobhooks.delivery_task import delivery_id_for, parse_delivery_id
+from jobhooks.management.models import DELIVERY_ID_PATTERN
 from jobhooks.webhook_signature import webhook_id_for
 from jobhooks_tools.local.template import LocalResources
 
@@ -120,3 +122,31 @@ def test_more_pages_than_one_call_takes_are_all_written(log: FirstAttemptLog) ->
     batch = new_batch_id(NOW)
     log.write([page(batch, success(i), subscription_id=f"sub_{i}") for i in range(30)])
     assert all(log.get(f"sub_{i}", batch) is not None for i in range(30))
+
+
+@pytest.mark.parametrize(
+    "event_id",
+    [
+        "fetcher.job.completed.0197a3f2-7c1e-7d33-9a51-3c5e0f1b2a4d",
+        "fetcher.job.failed.0197a3f2-7c1e-7d33-9a51-3c5e0f1b2a4d",
+        "fetcher.job.completed.0197A3F2-7C1E-7D33-9A51-3C5E0F1B2A4D",  # not the canonical text
+        "fetcher.job.retried.0197a3f2-7c1e-7d33-9a51-3c5e0f1b2a4d",
+        "fetcher.job.completed.job-42",
+        "x",
+        "é" * 256,
+    ],
+)
+def test_every_event_id_comes_back_from_its_delivery_id(event_id: str) -> None:
+    delivery_id = delivery_id_for(event_id, "sub_a")
+    assert parse_delivery_id(delivery_id) == (event_id, "sub_a")
+    assert re.fullmatch(DELIVERY_ID_PATTERN, delivery_id)
+
+
+def test_a_fetcher_event_makes_a_short_delivery_id() -> None:
+    # The CLI's tables show ids whole: a Fetcher ce-id's UUID is carried as its 16 bytes.
+    event_id = "fetcher.job.completed.0197a3f2-7c1e-7d33-9a51-3c5e0f1b2a4d"
+    delivery_id = delivery_id_for(event_id, "sub_" + "A" * 22)
+    assert len(delivery_id) == 54
+    assert delivery_id_for("fetcher.job.failed" + event_id[21:], "sub_a") != delivery_id_for(
+        event_id, "sub_a"
+    )

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import re
+import uuid
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -66,32 +68,62 @@ class DeliveryTask(BaseModel):
 
 DELIVERY_ID_PREFIX: Final = "dlv_"
 _SUBSCRIPTION_ID: Final = re.compile(r"sub_[A-Za-z0-9_-]{1,64}")
+# A Fetcher ce-id with a UUID job id is carried in 23 characters: its status's initial, then the
+# UUID's 16 bytes in base64url. Any other ce-id is carried whole, in base64url, after `e`.
+_FETCHER_CE_ID: Final = re.compile(r"fetcher\.job\.(completed|failed)\.([0-9a-f-]{36})")
+_STATUS_MARKS: Final = {"completed": "c", "failed": "f"}
+_MARKED_STATUSES: Final = {mark: status for status, mark in _STATUS_MARKS.items()}
+_WHOLE_EVENT_ID_MARK: Final = "e"
 
 
 def delivery_id_for(event_id: str, subscription_id: str) -> str:
-    """`dlv_<event id, base64url without padding>.<subscription id>`: URL-safe, and reversible.
+    """`dlv_<event part>.<subscription id>`: URL-safe, and reversible (`parse_delivery_id`).
 
-    Base64url has no `.`, and subscription ids (`sub_` and base64url) have none either, so the
-    first `.` splits the id.
+    The event part is a mark and base64url (no `.`); subscription ids (`sub_` and base64url)
+    have no `.` either, so the first `.` splits the id. A Fetcher ce-id makes a 54-character id.
     """
-    encoded = base64.urlsafe_b64encode(event_id.encode("utf-8")).rstrip(b"=").decode("ascii")
-    return f"{DELIVERY_ID_PREFIX}{encoded}.{subscription_id}"
+    return f"{DELIVERY_ID_PREFIX}{_event_part(event_id)}.{subscription_id}"
 
 
 def parse_delivery_id(delivery_id: str) -> tuple[str, str] | None:
     """(event id, subscription id) of a delivery id; None for a hashed (older) or foreign id."""
     if not delivery_id.startswith(DELIVERY_ID_PREFIX):
         return None
-    encoded, dot, subscription_id = delivery_id[len(DELIVERY_ID_PREFIX) :].partition(".")
-    if not dot or not encoded or not _SUBSCRIPTION_ID.fullmatch(subscription_id):
+    event_part, dot, subscription_id = delivery_id[len(DELIVERY_ID_PREFIX) :].partition(".")
+    if not dot or not _SUBSCRIPTION_ID.fullmatch(subscription_id):
         return None
-    try:
-        event_id = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8")
-    except (binascii.Error, ValueError):
-        return None
-    if delivery_id_for(event_id, subscription_id) != delivery_id:
+    event_id = _event_id_of(event_part)
+    if event_id is None or delivery_id_for(event_id, subscription_id) != delivery_id:
         return None  # not the canonical form (padding, stray characters): not ours
     return event_id, subscription_id
+
+
+def _event_part(event_id: str) -> str:
+    match = _FETCHER_CE_ID.fullmatch(event_id)
+    if match is not None:
+        status, job_id = match.groups()
+        with contextlib.suppress(ValueError):
+            job_uuid = uuid.UUID(job_id)
+            if str(job_uuid) == job_id:  # the canonical text only, so that it comes back equal
+                return _STATUS_MARKS[status] + _base64url(job_uuid.bytes)
+    return _WHOLE_EVENT_ID_MARK + _base64url(event_id.encode("utf-8"))
+
+
+def _event_id_of(event_part: str) -> str | None:
+    mark, encoded = event_part[:1], event_part[1:]
+    try:
+        raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+        if mark in _MARKED_STATUSES:
+            return f"fetcher.job.{_MARKED_STATUSES[mark]}.{uuid.UUID(bytes=raw)}"
+        if mark == _WHOLE_EVENT_ID_MARK and raw:
+            return raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        pass
+    return None
+
+
+def _base64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
 def delivery_task_for(

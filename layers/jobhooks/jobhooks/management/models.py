@@ -30,9 +30,9 @@ from jobhooks.subscriptions.model import (
 # Ids as the bridge issues them. Path parameters are held to these shapes before any lookup, so
 # a mistyped id is a 422 that says so, never a confusing error from DynamoDB.
 SUBSCRIPTION_ID_PATTERN: Final = r"^sub_[A-Za-z0-9_-]{1,64}$"
-# A delivery id names its event (base64url, at most 683 characters for a 512-character ce-id)
-# and its subscription; ids made before that are a hash (`jobhooks.delivery_task`).
-DELIVERY_ID_PATTERN: Final = r"^dlv_([0-9a-f]{32}|[A-Za-z0-9_-]{1,683}\.sub_[A-Za-z0-9_-]{1,64})$"
+# A delivery id names its event (a mark and base64url: at most 684 characters for a 512-character
+# ce-id) and its subscription; ids made before that are a hash (`jobhooks.delivery_task`).
+DELIVERY_ID_PATTERN: Final = r"^dlv_([0-9a-f]{32}|[A-Za-z0-9_-]{2,684}\.sub_[A-Za-z0-9_-]{1,64})$"
 QUARANTINE_ID_PATTERN: Final = r"^q_[0-9a-f]{32}$"
 # A `ce-id` (fetcher.job.<status>.<job id>): the characters that are safe in a path segment.
 EVENT_ID_PATTERN: Final = r"^[A-Za-z0-9._~:@+=-]{1,512}$"
