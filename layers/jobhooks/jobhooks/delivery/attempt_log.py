@@ -233,6 +233,50 @@ class AttemptLog:
         )
         return DeliveryPage(page, next_cursor)
 
+    def get_many(self, delivery_ids: Iterable[str]) -> dict[str, DeliveryRecord]:
+        """The live deliveries among `delivery_ids`, by id (BatchGetItem, 100 keys a call)."""
+        # DynamoDB refuses a BatchGetItem that names a key twice.
+        unique = sorted(set(delivery_ids))
+        found: dict[str, DeliveryRecord] = {}
+        for start in range(0, len(unique), MAX_BATCH_GET_KEYS):
+            for item in self._batch_get(unique[start : start + MAX_BATCH_GET_KEYS]):
+                record = _from_item(item)
+                if self._is_live(record):
+                    found[record.delivery_id] = record
+        return found
+
+    def newest_by_subscription(
+        self,
+        subscription_id: str,
+        *,
+        created_at_most: datetime | None = None,
+        batch: int = DEFAULT_PAGE_SIZE,
+    ) -> Iterator[DeliveryRecord]:
+        """The subscription's live deliveries, newest first by `created_at` (GSI
+        `by_subscription`), read `batch` at a time; with `created_at_most`, only those created
+        then or before. Deliveries created in the same millisecond come in no given order."""
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": BY_SUBSCRIPTION_INDEX,
+            "KeyConditionExpression": "subscription_id = :s",
+            "ExpressionAttributeValues": {":s": {"S": subscription_id}},
+            "ScanIndexForward": False,
+            "Limit": batch,
+        }
+        if created_at_most is not None:
+            request["KeyConditionExpression"] += " AND created_at <= :c"
+            request["ExpressionAttributeValues"][":c"] = {"S": format_time(created_at_most)}
+        while True:
+            response = self._dynamodb.query(**request)
+            for item in response.get("Items", []):
+                record = _from_item(item)
+                if self._is_live(record):
+                    yield record
+            start_key = response.get("LastEvaluatedKey")
+            if not start_key:
+                return
+            request["ExclusiveStartKey"] = start_key
+
     # -- internals ---------------------------------------------------------------------------
 
     def _is_live(self, record: DeliveryRecord) -> bool:

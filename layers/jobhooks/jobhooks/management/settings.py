@@ -30,6 +30,7 @@ class ManagementSettings(Settings):
 
     subscriptions_table: str = Field(min_length=1)
     deliveries_table: str = Field(min_length=1)
+    first_attempts_table: str = Field(min_length=1)
     claims_table: str = Field(min_length=1)
     quarantine_table: str = Field(min_length=1)
     delivery_queue_url: str = Field(min_length=1)
