@@ -41,13 +41,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final, Protocol
 
-from jobhooks.delivery.attempt_log import (
-    BY_EVENT_LISTING,
-    BY_SUBSCRIPTION_INDEX,
-    CURSOR_SCOPE,
-    MAX_BATCH_GET_KEYS,
-    AttemptLog,
-)
+from jobhooks.delivery.attempt_log import BY_SUBSCRIPTION_INDEX, MAX_BATCH_GET_KEYS, AttemptLog
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.delivery.first_attempts import FirstAttemptLog, StoredPage, batch_time
 from jobhooks.delivery.model import DeliveryPage, DeliveryRecord
@@ -60,6 +54,10 @@ from jobhooks.storage.times import format_time, parse_time, to_stored_precision
 if TYPE_CHECKING:
     from jobhooks.ingest.model import EventRecord
 
+# The listing an event's cursors name (once an index's name; cursors stay valid across it).
+BY_EVENT_LISTING: Final = "by_event"
+# Cursors are bound to the subscription or event whose deliveries they page through.
+CURSOR_SCOPE: Final = "for this subscription or event"
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND: Final = timedelta(milliseconds=1)
 
