@@ -3,17 +3,24 @@ one history, by id, per event and per subscription (`jobhooks.delivery.history`)
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
+import boto3
 import pytest
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.delivery.first_attempts import new_batch_id
 from jobhooks.delivery.model import DeliveryRecord, DeliveryStatus
+from jobhooks.inbound.job_events import read_forwarded_message
+from jobhooks.ingest.model import Duplicate, FanOutPlan
+from jobhooks.ingest.settings import IngestSettings
+from jobhooks.management.context import build_management_context
 from jobhooks.storage.cursors import encode_cursor
 from jobhooks.storage.exceptions import InvalidCursorError
-from jobhooks.storage.times import format_time
+from jobhooks.storage.times import epoch_seconds, format_time
 from jobhooks_tools.local.template import LocalResources
+from jobhooks_tools.sample_events import demo_key, make_job_event
 
+from tests.integration.api_support import management_settings
 from tests.integration.history_support import Deliveries, Event, delivery_ids
 
 
@@ -328,3 +335,20 @@ def test_another_tenants_deliveries_are_not_listed(deliveries: Deliveries) -> No
             ).deliveries
             == ()
         )
+
+
+def test_claims_the_api_writes_outlive_a_longer_delivery_retention(stack: LocalResources) -> None:
+    # A quarantine replay claims its event from the API process: with deliveries kept 90 days,
+    # so is the claim that resolves their ids.
+    context = build_management_context(management_settings(attempt_log_days=90))
+    now = datetime.now(UTC)
+    sample = make_job_event(demo_key(), tenant_id="acme")
+    policy = IngestSettings.from_env().verification_policy(keys=(demo_key(),))
+    event = read_forwarded_message(sample.forwarded().to_json(), policy, now)
+    plan = FanOutPlan(new_batch_id(now) + ".0", "{}", ("sub_a",))
+    assert not isinstance(context.claims.claim_event(event, lease_ms=1000, plan=plan), Duplicate)
+
+    item = boto3.client("dynamodb").get_item(
+        TableName=stack.table_name("ClaimsTable"), Key={"event_id": {"S": event.event_id}}
+    )["Item"]
+    assert int(item["expires_at"]["N"]) >= epoch_seconds(now) + 90 * 86_400

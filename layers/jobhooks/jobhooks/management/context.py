@@ -113,6 +113,7 @@ class ManagementContext:
             retention_seconds=claim_retention_seconds(
                 freshness_window_seconds=int(settings.dedup_retention_days * SECONDS_PER_DAY),
                 queue_retention_seconds=settings.ingest_queue_retention_seconds,
+                delivery_retention_seconds=settings.attempt_log_days * SECONDS_PER_DAY,
             ),
             clock=self.clock,
         )
