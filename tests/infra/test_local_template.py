@@ -15,6 +15,7 @@ import boto3
 import pytest
 from cfnlint.decode import cfn_yaml
 from jobhooks.ingest.settings import IngestSettings
+from jobhooks.management.settings import ManagementSettings
 from jobhooks_tools.local.dev_stack import DevStack, DevStackSettings
 from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import (
@@ -197,6 +198,24 @@ def test_the_local_stack_gives_ingest_and_replay_the_ce_source_allowlist(aws: Mo
             monkeypatch.setenv(name, value)
         policy = IngestSettings.from_env().verification_policy(keys=())
     assert policy.allowed_sources == frozenset({"//lerian.fetcher/worker", "//b"})
+
+
+def test_the_local_api_reads_first_attempt_pages_from_the_local_table(
+    resources: LocalResources,
+) -> None:
+    table = resources.table_name("FirstAttemptsTable")
+    key = boto3.client("dynamodb").describe_table(TableName=table)["Table"]["KeySchema"]
+    assert [(k["AttributeName"], k["KeyType"]) for k in key] == [
+        ("subscription_id", "HASH"),
+        ("batch_id", "RANGE"),
+    ]
+    for function in ("IngestFunction", "ApiFunction"):
+        assert resources.environment(function)["JOBHOOKS_FIRST_ATTEMPTS_TABLE"] == table
+    # What `jobhooks dev` (and the local API server it runs) puts into os.environ.
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for name, value in resources.environment().items():
+            monkeypatch.setenv(name, value)
+        assert ManagementSettings.from_env().first_attempts_table == table
 
 
 def test_refuses_to_run_without_a_local_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,6 +27,7 @@ def stubbed_sqs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
     for name, value in {
         "SUBSCRIPTIONS_TABLE": "t",
         "DELIVERIES_TABLE": "t",
+        "FIRST_ATTEMPTS_TABLE": "t",
         "CLAIMS_TABLE": "t",
         "QUARANTINE_TABLE": "t",
         "DELIVERY_QUEUE_URL": QUEUE_URL,

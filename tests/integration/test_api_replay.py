@@ -14,11 +14,13 @@ from typing import Any
 import boto3
 import pytest
 from jobhooks.inbound.keys import key_from_hex
+from jobhooks.storage.times import format_time
 from jobhooks_tools.local.template import LocalResources
 from jobhooks_tools.sample_events import SOURCE, demo_key, make_job_event
 from standardwebhooks.webhooks import Webhook
 
 from tests.integration.api_support import Bridge, InProcessApi, Receiver, use_context
+from tests.integration.history_support import Deliveries
 
 # A Fetcher key the bridge does not know yet: the producer rotated before the bridge did.
 NEW_FETCHER_KEY = key_from_hex("5e" * 32)
@@ -106,6 +108,66 @@ def test_parked_delivery_comes_back_by_redrive_and_by_replay(
     assert len({webhook.headers["webhook-id"] for webhook in receiver.requests}) == 1
     by_event = api.get("/v1/deliveries", event_id=parked["event_id"])
     assert by_event.body["deliveries"][0]["attempt_count"] == 3
+
+
+def test_a_first_attempt_success_is_shown_listed_and_replayed(
+    stack: LocalResources, api: InProcessApi, bridge: Bridge, receiver: Receiver
+) -> None:
+    # Ingest POSTed it and kept the success in its batch's page: no attempt-log record.
+    subscription_id, secret = subscribe(api, "acme", receiver.url)
+    deliveries = Deliveries(stack)
+    [event, other] = deliveries.claim_batch(2, [subscription_id])
+    deliveries.succeed([event, other], subscription_id)
+    delivery_id = event.delivery_id(subscription_id)
+
+    shown = api.get(f"/v1/deliveries/{delivery_id}")
+    assert shown.status == 200, shown.text
+    assert shown.body["status"] == "succeeded" and shown.body["attempt_count"] == 1
+    assert shown.body["created_at"] == format_time(event.batch_time)
+    assert [(a["n"], a["status_code"]) for a in shown.body["attempts"]] == [(1, 200)]
+    nowhere = "dlv_" + "0" * 32
+    assert api.get(f"/v1/deliveries/{delivery_id}", tenant_id="globex").text == api.get(
+        f"/v1/deliveries/{nowhere}", tenant_id="globex"
+    ).text.replace(nowhere, delivery_id)
+    listed = api.get("/v1/deliveries", subscription_id=subscription_id, limit=1)
+    assert [d["delivery_id"] for d in listed.body["deliveries"]] == [
+        max(delivery_id, other.delivery_id(subscription_id))
+    ]
+    rest = api.get(
+        "/v1/deliveries", subscription_id=subscription_id, cursor=listed.body["next_cursor"]
+    )
+    assert rest.body["next_cursor"] is None
+    assert len(rest.body["deliveries"]) == 1
+    by_event = api.get("/v1/deliveries", event_id=event.event_id)
+    assert [d["delivery_id"] for d in by_event.body["deliveries"]] == [delivery_id]
+    assert by_event.body["deliveries"][0]["last_attempt"]["status_code"] == 200
+    assert api.get("/v1/deliveries", event_id=event.event_id, tenant_id="globex").body == {
+        "deliveries": [],
+        "next_cursor": None,
+    }
+
+    replayed = api.post(f"/v1/deliveries/{delivery_id}/replay")
+    assert replayed.status == 202, replayed.text
+    assert replayed.body["delivery_id"] == delivery_id
+    assert replayed.body["webhook_id"] == shown.body["webhook_id"]
+    # Peeked at, and left visible for the deliver function.
+    [message] = bridge.sqs.receive_message(QueueUrl=bridge.delivery_queue_url, VisibilityTimeout=0)[
+        "Messages"
+    ]
+    task = json.loads(message["Body"])
+    assert task["replay"] is True and task["delivery_id"] == delivery_id
+    assert task["payload"] == event.payload
+    bridge.deliver()
+    [webhook] = verified(receiver, secret)
+    assert webhook["data"]["event_id"] == event.event_id
+    assert receiver.requests[0].headers["webhook-id"] == shown.body["webhook_id"]
+
+    again = api.get(f"/v1/deliveries/{delivery_id}")
+    assert again.body["status"] == "succeeded" and again.body["attempt_count"] == 2
+    assert [a["status_code"] for a in again.body["attempts"]] == [200, 200]
+    assert again.body["created_at"] == shown.body["created_at"]
+    everything = api.get("/v1/deliveries", subscription_id=subscription_id)
+    assert [d["delivery_id"] for d in everything.body["deliveries"]].count(delivery_id) == 1
 
 
 def test_unmatched_event_is_listed_and_replayed_to_a_new_subscription(

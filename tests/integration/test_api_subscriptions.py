@@ -67,6 +67,7 @@ def offline_context(
     for name in (
         "SUBSCRIPTIONS_TABLE",
         "DELIVERIES_TABLE",
+        "FIRST_ATTEMPTS_TABLE",
         "CLAIMS_TABLE",
         "QUARANTINE_TABLE",
         "DELIVERY_QUEUE_URL",

@@ -13,6 +13,7 @@ from jobhooks_tools.sample_events import demo_key, make_job_event
 from standardwebhooks.webhooks import Webhook
 
 from tests.integration.api_support import Bridge, Receiver, local_api, run_cli
+from tests.integration.history_support import Deliveries
 
 # Imported while collecting: its logger then writes to pytest's capture, not to a test's capsys.
 load_api_module()
@@ -91,6 +92,51 @@ def test_operators_follow_a_delivery_from_parked_to_delivered(
     missing = run_cli(capsys, "deliveries", "show", "dlv_" + "0" * 32)
     assert missing.code == 1
     assert missing.stderr.startswith("jobhooks: delivery_not_found: ")
+
+
+def test_operators_read_first_attempt_successes_beside_the_attempt_log(
+    stack: LocalResources, api: ApiServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Ingest made the first attempts: one succeeded (a page entry), one failed (a record).
+    added = run_cli(capsys, "webhooks", "add", "--tenant", "acme", "--url", "https://x.example")
+    subscription_id = added.json()["subscription_id"]
+    deliveries = Deliveries(stack)
+    [succeeded] = deliveries.claim_batch(1, [subscription_id])
+    deliveries.succeed([succeeded], subscription_id)
+    deliveries.clock.advance(seconds=1)
+    [failed] = deliveries.claim_batch(1, [subscription_id])
+    deliveries.attempt(failed, subscription_id, 503)
+    newest_first = [failed.delivery_id(subscription_id), succeeded.delivery_id(subscription_id)]
+
+    listed = run_cli(
+        capsys, "deliveries", "list", "--subscription", subscription_id, "--output", "json"
+    )
+    assert listed.code == 0, listed.stderr
+    assert [d["delivery_id"] for d in listed.json()["deliveries"]] == newest_first
+    assert [d["status"] for d in listed.json()["deliveries"]] == ["pending", "succeeded"]
+    first = run_cli(capsys, "deliveries", "list", "--subscription", subscription_id, "--limit", "1")
+    cursor = first.stderr.strip().removeprefix("more: --cursor ")
+    rest = run_cli(
+        capsys,
+        "deliveries",
+        "list",
+        "--subscription",
+        subscription_id,
+        "--cursor",
+        cursor,
+        "--output",
+        "json",
+    )
+    assert [d["delivery_id"] for d in rest.json()["deliveries"]] == newest_first[1:]
+    assert rest.json()["next_cursor"] is None
+
+    shown = run_cli(capsys, "deliveries", "show", newest_first[1])
+    assert shown.code == 0, shown.stderr
+    assert shown.json()["status"] == "succeeded"
+    assert [a["status_code"] for a in shown.json()["attempts"]] == [200]
+    hidden = run_cli(capsys, "deliveries", "show", newest_first[1], "--tenant", "globex")
+    assert hidden.code == 1
+    assert hidden.stderr.startswith("jobhooks: delivery_not_found: ")
 
 
 def test_operators_replay_a_stale_message_from_quarantine(

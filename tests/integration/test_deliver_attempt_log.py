@@ -1,4 +1,6 @@
-"""The attempt log in DeliveriesTable (moto): what one write stores, and the management read API."""
+"""The attempt log in DeliveriesTable (moto): what one write stores, and how the management side
+reads deliveries that only the attempt log holds (through `jobhooks.delivery.history`, as the
+API does; tests/integration/test_delivery_history.py adds first-attempt pages)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from datetime import timedelta
 import pytest
 from jobhooks.delivery.attempt_log import MAX_LOGGED_ATTEMPTS
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
+from jobhooks.delivery.first_attempts import FirstAttemptLog
+from jobhooks.delivery.history import DeliveryHistory
 from jobhooks.delivery.model import (
     FAILURE_RESPONSE_BYTES,
     SUCCESS_RESPONSE_BYTES,
@@ -15,6 +19,8 @@ from jobhooks.delivery.model import (
     DeliveryStatus,
 )
 from jobhooks.delivery_task import DeliveryTask, delivery_task_for
+from jobhooks.ingest.claim_retention import claim_retention_seconds
+from jobhooks.ingest.claims import ClaimStore
 from jobhooks.storage.exceptions import InvalidCursorError, InvalidPageSizeError
 from jobhooks_tools.local.template import LocalResources
 
@@ -29,6 +35,23 @@ from tests.integration.deliver_harness import (
 def bench(stack: LocalResources) -> Iterator[DeliveryBench]:
     with delivery_bench(stack) as bench:
         yield bench
+
+
+@pytest.fixture
+def history(stack: LocalResources, bench: DeliveryBench) -> DeliveryHistory:
+    """What the management API reads deliveries through, over the bench's attempt log."""
+    pages = FirstAttemptLog(
+        stack.table_name("FirstAttemptsTable"), bench.dynamodb, clock=bench.clock
+    )
+    claims = ClaimStore(
+        stack.table_name("ClaimsTable"),
+        bench.dynamodb,
+        retention_seconds=claim_retention_seconds(
+            freshness_window_seconds=7 * 86400, queue_retention_seconds=4 * 86400
+        ),
+        clock=bench.clock,
+    )
+    return DeliveryHistory(bench.log, pages, claims)
 
 
 def make_task(
@@ -100,7 +123,9 @@ def test_get_returns_the_delivery_with_its_attempts_and_hides_other_tenants(
         bench.log.get("dlv_unknown")
 
 
-def test_a_subscriptions_deliveries_list_newest_first_in_pages(bench: DeliveryBench) -> None:
+def test_a_subscriptions_deliveries_list_newest_first_in_pages(
+    bench: DeliveryBench, history: DeliveryHistory
+) -> None:
     tasks = [make_task(f"fetcher.job.completed.j-{n}") for n in range(5)]
     for task in tasks:
         bench.log.record_attempt(task, DeliveryStatus.SUCCEEDED, attempt(bench))
@@ -110,7 +135,7 @@ def test_a_subscriptions_deliveries_list_newest_first_in_pages(bench: DeliveryBe
     pages = []
     cursor = None
     while True:
-        page = bench.log.list_by_subscription("sub_a", tenant_id="acme", limit=2, cursor=cursor)
+        page = history.list_by_subscription("sub_a", tenant_id="acme", limit=2, cursor=cursor)
         pages.append([record.event_id for record in page.deliveries])
         cursor = page.next_cursor
         if cursor is None:
@@ -121,16 +146,18 @@ def test_a_subscriptions_deliveries_list_newest_first_in_pages(bench: DeliveryBe
         ["fetcher.job.completed.j-2", "fetcher.job.completed.j-1"],
         ["fetcher.job.completed.j-0"],
     ]
-    assert bench.log.list_by_subscription("sub_a", tenant_id="globex").deliveries == ()
+    assert history.list_by_subscription("sub_a", tenant_id="globex").deliveries == ()
 
 
-def test_an_events_deliveries_list_one_per_subscription(bench: DeliveryBench) -> None:
+def test_an_events_deliveries_list_one_per_subscription(
+    bench: DeliveryBench, history: DeliveryHistory
+) -> None:
     for subscription_id in ("sub_c", "sub_a", "sub_b"):
         bench.log.record_attempt(
             make_task("fetcher.job.failed.j-9", subscription_id), DeliveryStatus.PENDING
         )
 
-    page = bench.log.list_by_event(
+    page = history.list_by_event(
         "fetcher.job.failed.j-9", subscription_ids=["sub_c", "sub_a", "sub_b", "sub_never"]
     )
 
@@ -138,7 +165,9 @@ def test_an_events_deliveries_list_one_per_subscription(bench: DeliveryBench) ->
     assert page.next_cursor is None
 
 
-def test_an_events_deliveries_page_on_subscription_id(bench: DeliveryBench) -> None:
+def test_an_events_deliveries_page_on_subscription_id(
+    bench: DeliveryBench, history: DeliveryHistory
+) -> None:
     subscription_ids = [f"sub_{n}" for n in range(5)]
     for subscription_id in subscription_ids:
         bench.log.record_attempt(
@@ -148,7 +177,7 @@ def test_an_events_deliveries_page_on_subscription_id(bench: DeliveryBench) -> N
     pages = []
     cursor = None
     while True:
-        page = bench.log.list_by_event(
+        page = history.list_by_event(
             "fetcher.job.failed.j-8", subscription_ids=subscription_ids, limit=2, cursor=cursor
         )
         pages.append([record.subscription_id for record in page.deliveries])
@@ -157,30 +186,34 @@ def test_an_events_deliveries_page_on_subscription_id(bench: DeliveryBench) -> N
             break
 
     assert pages == [["sub_0", "sub_1"], ["sub_2", "sub_3"], ["sub_4"]]
-    listed = bench.log.list_by_event(
+    listed = history.list_by_event(
         "fetcher.job.failed.j-8", subscription_ids=subscription_ids, tenant_id="globex"
     )
     assert listed.deliveries == ()
 
 
-def test_a_cursor_only_continues_the_listing_it_came_from(bench: DeliveryBench) -> None:
+def test_a_cursor_only_continues_the_listing_it_came_from(
+    bench: DeliveryBench, history: DeliveryHistory
+) -> None:
     for n in range(3):
         bench.log.record_attempt(make_task(f"fetcher.job.completed.j-{n}"), DeliveryStatus.PENDING)
         bench.clock.advance(1)
-    cursor = bench.log.list_by_subscription("sub_a", limit=1).next_cursor
+    cursor = history.list_by_subscription("sub_a", limit=1).next_cursor
     assert cursor is not None
 
     with pytest.raises(InvalidCursorError):
-        bench.log.list_by_subscription("sub_b", cursor=cursor)
+        history.list_by_subscription("sub_b", cursor=cursor)
     with pytest.raises(InvalidCursorError):
-        bench.log.list_by_event("sub_a", subscription_ids=["sub_a"], cursor=cursor)
+        history.list_by_event("sub_a", subscription_ids=["sub_a"], cursor=cursor)
     with pytest.raises(InvalidCursorError):
-        bench.log.list_by_subscription("sub_a", cursor="not-a-cursor")
+        history.list_by_subscription("sub_a", cursor="not-a-cursor")
     with pytest.raises(InvalidPageSizeError):
-        bench.log.list_by_subscription("sub_a", limit=0)
+        history.list_by_subscription("sub_a", limit=0)
 
 
-def test_an_expired_delivery_is_neither_found_nor_listed(bench: DeliveryBench) -> None:
+def test_an_expired_delivery_is_neither_found_nor_listed(
+    bench: DeliveryBench, history: DeliveryHistory
+) -> None:
     task = make_task("fetcher.job.completed.j-1")
     bench.log.record_attempt(task, DeliveryStatus.SUCCEEDED, attempt(bench))
 
@@ -189,7 +222,7 @@ def test_an_expired_delivery_is_neither_found_nor_listed(bench: DeliveryBench) -
     assert bench.log.find(task.delivery_id) is None
     with pytest.raises(DeliveryNotFoundError):
         bench.log.get(task.delivery_id)
-    assert bench.log.list_by_subscription("sub_a").deliveries == ()
+    assert history.list_by_subscription("sub_a").deliveries == ()
 
 
 def test_response_excerpts_are_kept_short_and_cut_on_a_character(bench: DeliveryBench) -> None:

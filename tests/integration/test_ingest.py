@@ -32,6 +32,7 @@ from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_messa
 from jobhooks.inbound.keys import HmacKey
 from jobhooks.inbound.outcome import webhook_payload
 from jobhooks.inbound.rejection import Reason
+from jobhooks.ingest.claim_retention import DELIVERY_RETENTION_SECONDS
 from jobhooks.ingest.claims import ClaimStore
 from jobhooks.ingest.fetcher_keys import DEFAULT_REFRESH_INTERVAL_SECONDS
 from jobhooks.ingest.model import Duplicate, FanOutPlan, TakeOver
@@ -710,7 +711,8 @@ def test_a_copy_accepted_at_the_very_end_of_its_window_still_finds_the_claim(
 ) -> None:
     # docs/ingest.md, "The claim": the first copy is claimed on arrival; a copy of it (same t)
     # received when the freshness rule last accepts it and processed just before SQS would
-    # delete it is a duplicate, not a second delivery. The claim lasts no longer than that.
+    # delete it is a duplicate, not a second delivery. The claim lasts no longer than that, or
+    # than the deliveries it resolves (claim_retention: 30 days, the longer with the defaults).
     settings = IngestSettings.from_env()
     window = settings.dedup_retention_seconds
     queue = settings.ingest_queue_retention_seconds
@@ -739,7 +741,11 @@ def test_a_copy_accepted_at_the_very_end_of_its_window_still_finds_the_claim(
     clock[0] = datetime.fromtimestamp(t + window + queue, UTC)
     assert isinstance(claims.claim_event(late, lease_ms=1000), Duplicate)
 
-    clock[0] = datetime.fromtimestamp(t + window + queue + 1, UTC)
+    kept = max(window + queue, DELIVERY_RETENTION_SECONDS)
+    assert settings.claim_retention_seconds == kept
+    clock[0] = datetime.fromtimestamp(t + kept, UTC)
+    assert isinstance(claims.claim_event(late, lease_ms=1000), Duplicate)
+    clock[0] = datetime.fromtimestamp(t + kept + 1, UTC)
     again = claims.claim_event(late, lease_ms=1000)
     assert not isinstance(again, Duplicate) and again.took_over is TakeOver.EXPIRED
 

@@ -14,6 +14,7 @@ from jobhooks_tools.local.template import LocalResources
 from standardwebhooks.webhooks import Webhook
 
 from tests.integration.api_support import ApiAnswer, InProcessApi, Receiver, api_log, use_context
+from tests.integration.history_support import Deliveries
 from tests.integration.portal_support import (
     PortalBrowser,
     exchange,
@@ -241,6 +242,48 @@ def test_another_tenants_ids_typed_by_hand_are_not_found_and_left_unchanged(
     after = api.call("GET", f"/v1/subscriptions/{their_id}").body
     assert after["url"] == receiver.url and after["status"] == "active"
     assert after["secrets"] == theirs["secrets"]
+
+
+def test_a_tenant_sees_its_first_attempt_successes_and_never_another_tenants(
+    stack: LocalResources, api: InProcessApi, receiver: Receiver
+) -> None:
+    browser = open_portal(api, "acme")
+    mine = browser.post("/portal/api/subscriptions", {"url": receiver.url}).body["subscription_id"]
+    theirs = api.call(
+        "POST", "/v1/subscriptions", body={"tenant_id": "globex", "url": receiver.url}
+    ).body["subscription_id"]
+    deliveries = Deliveries(stack)
+    [event] = deliveries.claim_batch(1, [mine])
+    deliveries.succeed([event], mine)
+    [their_event] = deliveries.claim_batch(1, [theirs], tenant_id="globex")
+    deliveries.succeed([their_event], theirs)
+    [their_failure] = deliveries.claim_batch(1, [theirs], tenant_id="globex")
+    deliveries.attempt(their_failure, theirs, 500)
+
+    listed = browser.get(f"/portal/api/subscriptions/{mine}/deliveries")
+    assert [d["delivery_id"] for d in listed.body["deliveries"]] == [event.delivery_id(mine)]
+    shown = browser.get(f"/portal/api/deliveries/{event.delivery_id(mine)}")
+    assert shown.status == 200, shown.text
+    assert [a["status_code"] for a in shown.body["attempts"]] == [200]
+
+    nobodys = "dlv_" + "0" * 32
+    for their_id in (their_event.delivery_id(theirs), their_failure.delivery_id(theirs)):
+        answers = [
+            (
+                browser.get(f"/portal/api/deliveries/{their_id}"),
+                browser.get(f"/portal/api/deliveries/{nobodys}"),
+            ),
+            (
+                browser.post(f"/portal/api/deliveries/{their_id}/replay"),
+                browser.post(f"/portal/api/deliveries/{nobodys}/replay"),
+            ),
+        ]
+        for answer, nowhere in answers:
+            assert answer.status == 404, answer.text
+            assert answer.text.replace(their_id, nobodys) == nowhere.text
+    assert browser.get(f"/portal/api/subscriptions/{theirs}/deliveries").status == 404
+    operator = api.call("GET", "/v1/deliveries", query={"subscription_id": theirs})
+    assert len(operator.body["deliveries"]) == 2
 
 
 def test_portal_writes_need_the_portal_header(api: InProcessApi) -> None:

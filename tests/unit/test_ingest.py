@@ -73,16 +73,17 @@ def test_settings_report_a_bad_allowlist_on_its_own_variable(value: str) -> None
 def test_claims_are_kept_the_freshness_window_plus_the_ingest_queue_retention() -> None:
     default = IngestSettings.from_env(REQUIRED)
     assert default.ingest_queue_retention_seconds == 4 * 86400  # template.yaml's IngestQueue
-    assert default.claim_retention_seconds == (7 + 4) * 86400
+    # 7 + 4 days, raised to the 30 days deliveries are kept: the claim resolves their ids.
+    assert default.claim_retention_seconds == 30 * 86400
 
     changed = IngestSettings.from_env(
         {
             **REQUIRED,
-            "JOBHOOKS_DEDUP_RETENTION_DAYS": "3",
+            "JOBHOOKS_DEDUP_RETENTION_DAYS": "30",
             "JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS": "86400",
         }
     )
-    assert changed.claim_retention_seconds == 4 * 86400
+    assert changed.claim_retention_seconds == 31 * 86400
     with pytest.raises(ConfigurationError, match="JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS"):
         IngestSettings.from_env({**REQUIRED, "JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS": "0"})
 

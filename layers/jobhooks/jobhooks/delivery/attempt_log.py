@@ -13,11 +13,10 @@ of a 2xx, 1 KiB otherwise), so a first-attempt success stays a one-unit write. A
 `MAX_LOGGED_ATTEMPTS` (only reached by repeated replays) stops growing; `attempt_count` keeps
 counting.
 
-The management API reads through `get`, `list_by_subscription` (GSI `by_subscription`, newest
-first) and `list_by_event`. An event's deliveries need no index: their ids are derived from
-(event, subscription) (`delivery_id_for`), so given the subscriptions the event was fanned out
-to (the caller reads them from the event's claim) one `BatchGetItem` finds them. An index would
-be written with every attempt, one more write unit each, to serve a rare operator read.
+The management side reads through `get`, `get_many` (one `BatchGetItem` for the derived ids of
+an event's deliveries: an index by event would be written with every attempt, one more write
+unit each, to serve a rare operator read) and `newest_by_subscription` (GSI `by_subscription`);
+`jobhooks.delivery.history` builds the listings from them and from the first-attempt pages.
 DynamoDB's TTL deletes lazily, so `expires_at` is checked here on every read: an expired
 delivery is not found and not listed.
 """
@@ -26,18 +25,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
 from jobhooks.delivery.exceptions import DeliveryLogBusyError, DeliveryNotFoundError
-from jobhooks.delivery.model import DeliveryAttempt, DeliveryPage, DeliveryRecord, DeliveryStatus
-from jobhooks.delivery_task import DeliveryTask, delivery_id_for
+from jobhooks.delivery.model import DeliveryAttempt, DeliveryRecord, DeliveryStatus
+from jobhooks.delivery_task import DeliveryTask
 from jobhooks.storage.conditions import is_condition_failure
-from jobhooks.storage.cursors import decode_cursor, encode_cursor
-from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
+from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 from jobhooks.storage.times import (
     epoch_seconds,
     format_time,
@@ -49,16 +46,12 @@ from jobhooks.storage.times import (
 from jobhooks.storage.updates import ItemUpdate
 
 BY_SUBSCRIPTION_INDEX: Final = "by_subscription"
-# Not an index any more, but the name event cursors carry (cursors stay valid across it).
-BY_EVENT_LISTING: Final = "by_event"
 # BatchGetItem takes at most 100 keys; what it leaves unprocessed (throttling) is asked again
 # this many times, backing off, before the read fails.
 MAX_BATCH_GET_KEYS: Final = 100
 BATCH_GET_ROUNDS: Final = 6
 BATCH_GET_BACKOFF_SECONDS: Final = 0.05
 DEFAULT_RETENTION_DAYS: Final = 30
-# Cursors are bound to the subscription or event whose deliveries they page through.
-CURSOR_SCOPE: Final = "for this subscription or event"
 MAX_LOGGED_ATTEMPTS: Final = 100
 
 
@@ -177,93 +170,54 @@ class AttemptLog:
             raise DeliveryNotFoundError(delivery_id)
         return record
 
-    def list_by_subscription(
+    def get_many(self, delivery_ids: Iterable[str]) -> dict[str, DeliveryRecord]:
+        """The live deliveries among `delivery_ids`, by id (BatchGetItem, 100 keys a call)."""
+        # DynamoDB refuses a BatchGetItem that names a key twice.
+        unique = sorted(set(delivery_ids))
+        found: dict[str, DeliveryRecord] = {}
+        for start in range(0, len(unique), MAX_BATCH_GET_KEYS):
+            for item in self._batch_get(unique[start : start + MAX_BATCH_GET_KEYS]):
+                record = _from_item(item)
+                if self._is_live(record):
+                    found[record.delivery_id] = record
+        return found
+
+    def newest_by_subscription(
         self,
         subscription_id: str,
         *,
-        tenant_id: str | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-        cursor: str | None = None,
-    ) -> DeliveryPage:
-        """One page of a subscription's deliveries, newest first (GSI `by_subscription`)."""
-        return self._list(
-            _Listing(BY_SUBSCRIPTION_INDEX, "subscription_id", "created_at", newest_first=True),
-            subscription_id,
-            tenant_id=tenant_id,
-            limit=limit,
-            cursor=cursor,
-        )
-
-    def list_by_event(
-        self,
-        event_id: str,
-        *,
-        subscription_ids: Iterable[str],
-        tenant_id: str | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-        cursor: str | None = None,
-    ) -> DeliveryPage:
-        """One page of an event's deliveries, one per subscription, by subscription id.
-
-        `subscription_ids` are the subscriptions the event went to (its claim records them);
-        each one's delivery id is derived and read with `BatchGetItem`. A subscription with no
-        delivery recorded (not yet delivered, or expired) is simply not listed.
-        """
-        check_page_size(limit)
-        listing = _Listing(BY_EVENT_LISTING, "event_id", "subscription_id", newest_first=False)
-        after = None
-        if cursor:
-            after = listing.decode_cursor(cursor, event_id)["subscription_id"]["S"]
-        remaining = sorted({s for s in subscription_ids if after is None or s > after})
-        found: list[DeliveryRecord] = []
-        # One more than asked, so the last page says so instead of handing out a dead cursor.
-        while remaining and len(found) <= limit:
-            batch_size = min(MAX_BATCH_GET_KEYS, limit + 1 - len(found))
-            batch, remaining = remaining[:batch_size], remaining[batch_size:]
-            items = self._batch_get([delivery_id_for(event_id, s) for s in batch])
-            records = sorted((_from_item(item) for item in items), key=_by_subscription)
-            for record in records:
-                if not self._is_live(record):
-                    continue
-                if tenant_id is not None and record.tenant_id != tenant_id:
-                    continue
-                found.append(record)
-        page, next_cursor = cut_page(
-            found, limit, lambda last: listing.encode_cursor(event_id, last)
-        )
-        return DeliveryPage(page, next_cursor)
+        created_at_most: datetime | None = None,
+        batch: int = DEFAULT_PAGE_SIZE,
+    ) -> Iterator[DeliveryRecord]:
+        """The subscription's live deliveries, newest first by `created_at` (GSI
+        `by_subscription`), read `batch` at a time; with `created_at_most`, only those created
+        then or before. Deliveries created in the same millisecond come in no given order."""
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": BY_SUBSCRIPTION_INDEX,
+            "KeyConditionExpression": "subscription_id = :s",
+            "ExpressionAttributeValues": {":s": {"S": subscription_id}},
+            "ScanIndexForward": False,
+            "Limit": batch,
+        }
+        if created_at_most is not None:
+            request["KeyConditionExpression"] += " AND created_at <= :c"
+            request["ExpressionAttributeValues"][":c"] = {"S": format_time(created_at_most)}
+        while True:
+            response = self._dynamodb.query(**request)
+            for item in response.get("Items", []):
+                record = _from_item(item)
+                if self._is_live(record):
+                    yield record
+            start_key = response.get("LastEvaluatedKey")
+            if not start_key:
+                return
+            request["ExclusiveStartKey"] = start_key
 
     # -- internals ---------------------------------------------------------------------------
 
     def _is_live(self, record: DeliveryRecord) -> bool:
         return record.expires_at > self._clock()
-
-    def _list(
-        self,
-        listing: _Listing,
-        partition: str,
-        *,
-        tenant_id: str | None,
-        limit: int,
-        cursor: str | None,
-    ) -> DeliveryPage:
-        check_page_size(limit)
-        start_key = listing.decode_cursor(cursor, partition) if cursor else None
-        found: list[DeliveryRecord] = []
-        # One more than asked, so the last page says so instead of handing out a dead cursor.
-        for item in self._query(listing, partition, start_key, limit + 1):
-            record = _from_item(item)
-            if not self._is_live(record):
-                continue
-            if tenant_id is not None and record.tenant_id != tenant_id:
-                continue
-            found.append(record)
-            if len(found) > limit:
-                break
-        page, next_cursor = cut_page(
-            found, limit, lambda last: listing.encode_cursor(partition, last)
-        )
-        return DeliveryPage(page, next_cursor)
 
     def _batch_get(self, delivery_ids: list[str]) -> list[dict[str, Any]]:
         """The items of `delivery_ids` that exist, in no order; retries unprocessed keys."""
@@ -280,27 +234,6 @@ class AttemptLog:
             if not keys:
                 return items
         raise DeliveryLogBusyError()
-
-    def _query(
-        self, listing: _Listing, partition: str, start_key: dict[str, Any] | None, batch: int
-    ) -> Iterator[dict[str, Any]]:
-        while True:
-            request: dict[str, Any] = {
-                "TableName": self.table_name,
-                "IndexName": listing.index,
-                "KeyConditionExpression": "#partition = :partition",
-                "ExpressionAttributeNames": {"#partition": listing.partition_key},
-                "ExpressionAttributeValues": {":partition": {"S": partition}},
-                "ScanIndexForward": not listing.newest_first,
-                "Limit": batch,
-            }
-            if start_key:
-                request["ExclusiveStartKey"] = start_key
-            response = self._dynamodb.query(**request)
-            yield from response.get("Items", [])
-            start_key = response.get("LastEvaluatedKey")
-            if not start_key:
-                return
 
 
 # -- item codec ----------------------------------------------------------------------------------
@@ -337,10 +270,6 @@ def _attempt_from_map(attributes: dict[str, Any]) -> DeliveryAttempt:
     )
 
 
-def _by_subscription(record: DeliveryRecord) -> str:
-    return record.subscription_id
-
-
 def _optional(item: dict[str, Any], name: str) -> str | None:
     return str(item[name]["S"]) if name in item else None
 
@@ -366,32 +295,3 @@ def _from_item(item: dict[str, Any]) -> DeliveryRecord:
         expires_at=from_epoch_seconds(int(item["expires_at"]["N"])),
         succeeded_message_id=_optional(item, "succeeded_message_id"),
     )
-
-
-@dataclass(frozen=True)
-class _Listing:
-    """One listing (a GSI's, or an event's): its partition and sort attributes, and how its
-    cursor is bound to it."""
-
-    index: str
-    partition_key: str
-    sort_key: str
-    newest_first: bool
-
-    def encode_cursor(self, partition: str, last: DeliveryRecord) -> str:
-        sort_value = getattr(last, self.sort_key)
-        if isinstance(sort_value, datetime):
-            sort_value = format_time(sort_value)
-        return encode_cursor(
-            {"i": self.index, "p": partition, "d": last.delivery_id, "s": sort_value}
-        )
-
-    def decode_cursor(self, cursor: str, partition: str) -> dict[str, Any]:
-        document = decode_cursor(
-            cursor, bound={"i": self.index, "p": partition}, keys=("d", "s"), scope=CURSOR_SCOPE
-        )
-        return {
-            "delivery_id": {"S": document["d"]},
-            self.partition_key: {"S": partition},
-            self.sort_key: {"S": document["s"]},
-        }

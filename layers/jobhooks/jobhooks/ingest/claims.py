@@ -439,6 +439,7 @@ def _record_from_item(item: dict[str, Any]) -> EventRecord:
         payload=_payload(item),
         unmatched="unmatched_tenant" in item,
         subscription_ids=_subscription_ids(item),
+        batch_id=_s(item, "batch_id"),
     )
 
 

@@ -81,6 +81,9 @@ class EventRecord:
     subscription_ids: tuple[str, ...] | None = None
     """The subscriptions the event was fanned out to, sorted; None when the record does not say
     (in progress, or completed before the claim recorded them)."""
+    batch_id: str | None = None
+    """The ingest batch that claimed the event (its completion record's id, and the sort key of
+    the first-attempt pages of its deliveries); None for claims made before claims named one."""
 
     def to_dict(self, *, include_payload: bool = True) -> dict[str, Any]:
         """JSON-ready, for the management API and CLI."""

@@ -36,6 +36,8 @@ from jobhooks.storage.times import utc_now
 
 if TYPE_CHECKING:
     from jobhooks.delivery.attempt_log import AttemptLog
+    from jobhooks.delivery.first_attempts import FirstAttemptLog
+    from jobhooks.delivery.history import DeliveryHistory
     from jobhooks.delivery.ports import WebhookPoster
     from jobhooks.ingest.claims import ClaimStore
     from jobhooks.ingest.quarantine import QuarantineStore
@@ -88,6 +90,19 @@ class ManagementContext:
         return AttemptLog(self.settings.deliveries_table, self.dynamodb, clock=self.clock)
 
     @functools.cached_property
+    def first_attempts(self) -> FirstAttemptLog:
+        from jobhooks.delivery.first_attempts import FirstAttemptLog
+
+        return FirstAttemptLog(self.settings.first_attempts_table, self.dynamodb, clock=self.clock)
+
+    @functools.cached_property
+    def delivery_history(self) -> DeliveryHistory:
+        """Every read of deliveries: first-attempt pages and the attempt log as one."""
+        from jobhooks.delivery.history import DeliveryHistory
+
+        return DeliveryHistory(self.attempt_log, self.first_attempts, self.claims)
+
+    @functools.cached_property
     def claims(self) -> ClaimStore:
         from jobhooks.ingest.claims import ClaimStore
 
@@ -98,6 +113,7 @@ class ManagementContext:
             retention_seconds=claim_retention_seconds(
                 freshness_window_seconds=int(settings.dedup_retention_days * SECONDS_PER_DAY),
                 queue_retention_seconds=settings.ingest_queue_retention_seconds,
+                delivery_retention_seconds=settings.attempt_log_days * SECONDS_PER_DAY,
             ),
             clock=self.clock,
         )

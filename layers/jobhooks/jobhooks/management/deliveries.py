@@ -1,15 +1,17 @@
 """Deliveries: the attempt history per subscription and per event, and replaying one delivery.
 
-The attempt log (`jobhooks.delivery.attempt_log`) holds no webhook body; a replay takes it from
-the event's record in the claims table, which keeps it for the dedup retention (7 days by
-default). A replayed task carries `replay: true`, so the deliver function POSTs it even after a
-recorded success, under the same `webhook-id` (receivers deduplicate on it).
+A delivery is read through `jobhooks.delivery.history`, which finds it in a first-attempt page
+(its first attempt, made by ingest, succeeded) or in the attempt log (anything else), or both.
+Neither holds the webhook body; a replay takes it from the event's record in the claims table.
+A replayed task carries `replay: true`, so the deliver function POSTs it even after a success
+(recorded or in a page), under the same `webhook-id` (receivers deduplicate on it).
 
 An event's deliveries are found from the subscriptions its claim records (`subscription_ids`):
-their delivery ids are derived, so no index of the deliveries table is needed. Deliveries are
-kept longer (30 days) than claims (the dedup retention), and claims completed before the ids
-were recorded have none; then the tenant's current subscriptions stand in for them, which
-misses only the deliveries of a subscription deleted since.
+their delivery ids are derived, so no index of the deliveries table is needed. Claims are kept
+at least as long as deliveries (30 days); claims completed before the ids were recorded have
+none, nor do records that outlive their claim (retries that ran for days); then the tenant's
+current subscriptions stand in for them, which misses only the deliveries of a subscription
+deleted since.
 """
 
 from __future__ import annotations
@@ -45,12 +47,12 @@ def list_deliveries(
     if (subscription_id is None) == (event_id is None):
         raise InvalidDeliveryFilterError()
     if subscription_id is not None:
-        page = context.attempt_log.list_by_subscription(
+        page = context.delivery_history.list_by_subscription(
             subscription_id, tenant_id=tenant_id, limit=limit, cursor=cursor
         )
     else:
         assert event_id is not None
-        page = context.attempt_log.list_by_event(
+        page = context.delivery_history.list_by_event(
             event_id,
             subscription_ids=event_subscription_ids(context, event_id, tenant_id=tenant_id),
             tenant_id=tenant_id,
@@ -89,7 +91,7 @@ def event_subscription_ids(
 def get_delivery(
     context: ManagementContext, delivery_id: str, *, tenant_id: str | None = None
 ) -> DeliveryDetail:
-    record = context.attempt_log.get(delivery_id, tenant_id=tenant_id)
+    record = context.delivery_history.get(delivery_id, tenant_id=tenant_id)
     return DeliveryDetail(
         **delivery_summary(record).model_dump(),
         attempts=[attempt_view(attempt) for attempt in record.attempts],
@@ -104,7 +106,7 @@ def replay_delivery(
     from jobhooks.delivery.parking import enqueue_delivery, replay_task
     from jobhooks.delivery_task import delivery_task_for
 
-    record = context.attempt_log.get(delivery_id, tenant_id=tenant_id)
+    record = context.delivery_history.get(delivery_id, tenant_id=tenant_id)
     # A deleted subscription would only turn the replay into a `failed` record: say so now.
     context.subscriptions.get(record.subscription_id, tenant_id=record.tenant_id)
     try:

@@ -64,7 +64,7 @@ class InvalidDeliveryFilterError(ManagementError):
 
 
 class EventPayloadUnavailableError(ManagementError):
-    """The event's record (and with it the webhook body) is past the dedup retention."""
+    """The event's record (and with it the webhook body) is no longer kept."""
 
     code = "event_payload_unavailable"
     status = HTTPStatus.CONFLICT
@@ -72,7 +72,8 @@ class EventPayloadUnavailableError(ManagementError):
     def __init__(self, event_id: str) -> None:
         super().__init__(
             f"the webhook body of event {event_id!r} is no longer kept (events are kept for "
-            "JOBHOOKS_DEDUP_RETENTION_DAYS); a delivery still parked in the delivery "
+            "JOBHOOKS_DEDUP_RETENTION_DAYS plus the ingest queue's retention, and at least 30 "
+            "days); a delivery still parked in the delivery "
             "dead-letter queue can be redriven with `jobhooks dlq redrive`"
         )
         self.event_id = event_id

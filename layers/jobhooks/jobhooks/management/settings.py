@@ -30,6 +30,7 @@ class ManagementSettings(Settings):
 
     subscriptions_table: str = Field(min_length=1)
     deliveries_table: str = Field(min_length=1)
+    first_attempts_table: str = Field(min_length=1)
     claims_table: str = Field(min_length=1)
     quarantine_table: str = Field(min_length=1)
     delivery_queue_url: str = Field(min_length=1)
@@ -46,6 +47,9 @@ class ManagementSettings(Settings):
     dedup_retention_days: float = Field(7, gt=0, le=365)
     ingest_queue_retention_seconds: int = Field(4 * 86_400, ge=60, le=14 * 86_400)
     quarantine_retention_days: float = Field(30, gt=0, le=365)
+    # How long deliveries are kept (the template's AttemptLogDays): the claims this process
+    # writes (quarantine replays) outlive them, since a delivery id resolves through its claim.
+    attempt_log_days: int = Field(30, ge=1, le=365)
 
 
 def sqs_endpoint_override(environ: Mapping[str, str]) -> str | None:

@@ -46,7 +46,7 @@ def delivery_scope(
 ) -> str | None:
     if caller.is_operator:
         return requested
-    tenant = context.attempt_log.get(delivery_id).tenant_id
+    tenant = context.delivery_history.get(delivery_id).tenant_id
     if not _allowed(caller, tenant, requested):
         raise DeliveryNotFoundError(delivery_id)
     return tenant

@@ -1,5 +1,6 @@
-"""Listing an event's deliveries by derived ids: what BatchGetItem leaves unprocessed is asked
-again, and a read that stays throttled fails with a code an operator can act on."""
+"""Reading deliveries by id in bulk (an event's, derived from its claim; a page's entries): what
+BatchGetItem leaves unprocessed is asked again, and a read that stays throttled fails with a code
+an operator can act on."""
 
 from __future__ import annotations
 
@@ -65,27 +66,38 @@ def test_unprocessed_keys_are_asked_again_after_a_pause() -> None:
     )
     sleeps: list[float] = []
 
-    page = log_over(dynamodb, sleeps).list_by_event(EVENT, subscription_ids=subscriptions)
+    found = log_over(dynamodb, sleeps).get_many(delivery_id_for(EVENT, s) for s in subscriptions)
 
-    assert [r.subscription_id for r in page.deliveries] == ["sub_a", "sub_b", "sub_c"]
+    assert sorted(r.subscription_id for r in found.values()) == ["sub_a", "sub_b", "sub_c"]
+    assert all(found[r.delivery_id] is r for r in found.values())
     assert [len(keys) for keys in dynamodb.requests] == [3, 2, 1]
     assert len(sleeps) == 2 and sleeps[0] < sleeps[1]
 
 
 def test_keys_still_unprocessed_after_the_last_round_fail_as_busy() -> None:
-    subscriptions = [f"sub_{n}" for n in range(BATCH_GET_ROUNDS + 1)]
+    ids = [delivery_id_for(EVENT, f"sub_{n}") for n in range(BATCH_GET_ROUNDS + 1)]
     dynamodb = ThrottlingDynamoDB({}, stingy=1_000)
 
     with pytest.raises(DeliveryLogBusyError) as raised:
-        log_over(dynamodb, []).list_by_event(EVENT, subscription_ids=subscriptions)
+        log_over(dynamodb, []).get_many(ids)
 
     assert raised.value.code == "deliveries_busy"
 
 
-def test_an_event_without_subscriptions_reads_nothing() -> None:
+def test_no_ids_read_nothing_and_an_id_named_twice_is_asked_once() -> None:
     dynamodb = ThrottlingDynamoDB({}, stingy=0)
 
-    page = log_over(dynamodb, []).list_by_event(EVENT, subscription_ids=[])
-
-    assert page.deliveries == () and page.next_cursor is None
+    assert log_over(dynamodb, []).get_many([]) == {}
     assert dynamodb.requests == []
+    # DynamoDB refuses a BatchGetItem that names one key twice.
+    log_over(dynamodb, []).get_many([delivery_id_for(EVENT, "sub_a")] * 2)
+    assert dynamodb.requests == [[delivery_id_for(EVENT, "sub_a")]]
+
+
+def test_more_ids_than_one_call_takes_are_read_in_calls_of_100() -> None:
+    ids = [delivery_id_for(EVENT, f"sub_{n:03d}") for n in range(250)]
+    dynamodb = ThrottlingDynamoDB({}, stingy=0)
+
+    log_over(dynamodb, []).get_many(ids)
+
+    assert [len(keys) for keys in dynamodb.requests] == [100, 100, 50]
