@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
-from jobhooks.delivery_task import DeliveryTask, delivery_id_for
+from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError, delivery_id_for
 from jobhooks.inbound.rejection import Reason
 from jobhooks.ingest.exceptions import ClaimLostError, FetcherKeysUnavailableError
 from jobhooks.ingest.fan_out import MAX_BATCH_BYTES, _chunks, delivery_tasks_for
@@ -213,7 +213,25 @@ def test_a_task_on_the_wire_is_ascii_and_gives_back_the_exact_payload() -> None:
     assert wire.isascii()
     assert DeliveryTask.from_json(wire) == task
     assert DeliveryTask.from_json(wire).payload.encode() == payload.encode()
-    assert json.loads(wire) == json.loads(task.model_dump_json())
+    # `attempts_made` 0 is left out: the task reads exactly as it did before the field.
+    assert json.loads(wire) == json.loads(task.model_dump_json(exclude={"attempts_made"}))
+
+
+def test_a_task_after_a_failed_first_attempt_carries_its_attempts_on_the_wire() -> None:
+    (task,) = delivery_tasks_for(
+        event_id="e",
+        tenant_id="acme",
+        event_type="job.failed",
+        payload="{}",
+        subscriptions=[subscription("acme")],
+    )
+    retry = task.model_copy(update={"attempts_made": 1})
+
+    assert json.loads(retry.to_json())["attempts_made"] == 1
+    assert DeliveryTask.from_json(retry.to_json()).attempts_made == 1
+    assert DeliveryTask.from_json(task.to_json()).attempts_made == 0
+    with pytest.raises(InvalidDeliveryTaskError):
+        DeliveryTask.from_json(task.to_json()[:-1] + ',"attempts_made":-1}')
 
 
 def test_batches_hold_at_most_ten_entries_and_one_mebibyte() -> None:
