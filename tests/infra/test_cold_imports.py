@@ -27,6 +27,7 @@ ENVIRONMENT = {
     "JOBHOOKS_CLAIMS_TABLE": "claims",
     "JOBHOOKS_SUBSCRIPTIONS_TABLE": "subscriptions",
     "JOBHOOKS_DELIVERIES_TABLE": "deliveries",
+    "JOBHOOKS_FIRST_ATTEMPTS_TABLE": "first-attempts",
     "JOBHOOKS_QUARANTINE_TABLE": "quarantine",
     "JOBHOOKS_DELIVERY_QUEUE_URL": QUEUE + "delivery",
     "JOBHOOKS_DELIVERY_DLQ_URL": QUEUE + "delivery-dlq",

@@ -61,8 +61,10 @@ from jobhooks.subscriptions.model import Subscription
 _log = logging.getLogger(__name__)
 
 DEFAULT_PHASE_SECONDS: Final = 5.0
-# What the invocation needs after the phase: the pages, the failed attempts' records, the
-# shared SendMessageBatch calls, the analytics rows and the completion record.
+# What the invocation keeps for after the phase (the pages, the failed attempts' records, the
+# shared SendMessageBatch calls, the analytics rows and the completion record): 10 s, or a third
+# of its remaining time when that is less. They take milliseconds; the margin is for a slow AWS
+# call, and an invocation that still runs out of time is retried (the claim's lease).
 WRITES_MARGIN_SECONDS: Final = 10.0
 # SendMessageBatch's DelaySeconds is at most 15 minutes; a longer first delay is cut to it.
 MAX_ENQUEUE_DELAY_SECONDS: Final = 900
@@ -153,7 +155,8 @@ class FirstAttemptDispatcher:
         """How long this invocation's phase may last (0: no time for it)."""
         seconds = self._phase_seconds
         if remaining_ms is not None:
-            seconds = min(seconds, remaining_ms / 1000 - self._writes_margin)
+            remaining = remaining_ms / 1000
+            seconds = min(seconds, remaining - min(self._writes_margin, remaining / 3))
         return max(0.0, seconds)
 
     def attempt(
