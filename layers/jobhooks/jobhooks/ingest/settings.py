@@ -101,7 +101,9 @@ class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSet
     delivery_dlq_url: str = ""
     # How long the first attempts of one invocation may take (FirstAttemptSeconds): the longer,
     # the more slow receivers answer in ingest; the shorter, the less an invocation waits.
-    first_attempt_seconds: float = Field(5, gt=0, le=30)
+    # 0 turns them off: every delivery goes through the delivery queue, as the management API's
+    # in-process ingest does (a deployed stack always makes them: the parameter is 1 to 30).
+    first_attempt_seconds: float = Field(5, ge=0, le=30)
 
     @field_validator("fetcher_keys_secret_arn")
     @classmethod

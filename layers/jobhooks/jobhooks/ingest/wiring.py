@@ -49,11 +49,13 @@ def build_ingest_service(
 ) -> IngestService:
     """The service over AWS clients (from `session`, or boto3's default session).
 
-    `first_attempts`: ingest POSTs every delivery once itself (the ingest function); without,
-    every task goes to the delivery queue (the management API's re-fan-outs and replays).
+    `first_attempts`: ingest POSTs every delivery once itself (the ingest function), unless
+    `first_attempt_seconds` is 0; without, every task goes to the delivery queue (the management
+    API's re-fan-outs and replays).
     """
     dynamodb = aws_client("dynamodb", session=session)
     sqs = aws_client("sqs", session=session)
+    first_attempts = first_attempts and settings.first_attempt_seconds > 0
     # With first attempts the matching store also opens signing secrets (KMS, the deliver
     # function's data-key cache) and disables a subscription that answered 410, which clears
     # its matching cache: the next batch no longer matches it. Matching alone needs no KMS.
