@@ -398,7 +398,7 @@ class IngestService:
         if not deliveries:
             return None
         batch = self.first_attempts.dispatcher.attempt(deliveries, remaining_ms=remaining_ms)
-        self.telemetry.first_attempts_made([_delivery_outcome(o) for o in batch.outcomes])
+        self.telemetry.first_attempts_made([delivery_outcome_of(o) for o in batch.outcomes])
         return batch
 
     def _record_first_attempts(
@@ -677,7 +677,7 @@ def _success(outcome: FirstAttemptOutcome) -> FirstAttempt:
     )
 
 
-def _delivery_outcome(outcome: FirstAttemptOutcome) -> DeliveryOutcome:
+def delivery_outcome_of(outcome: FirstAttemptOutcome) -> DeliveryOutcome:
     """A first attempt as the deliver function's metrics count an attempt (same names)."""
     results = {
         FirstAttemptResult.SUCCEEDED: DeliveryResult.SUCCEEDED,
