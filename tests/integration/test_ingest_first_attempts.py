@@ -59,13 +59,15 @@ class BreakerClock:
 
 @dataclass
 class PageWriteFault:
-    """Refuses the next `times` BatchWriteItem calls of the ingest's clients."""
+    """Refuses the next `times` calls of `operation` (BatchWriteItem: the pages) of the ingest's
+    clients."""
 
     times: int = 0
+    operation: str = "BatchWriteItem"
     calls: int = field(default=0)
 
     def before_call(self, model: Any, params: dict[str, Any], **_: Any) -> None:
-        if model.name != "BatchWriteItem":
+        if model.name != self.operation:
             return
         self.calls += 1
         if self.times > 0:
@@ -404,3 +406,32 @@ def test_a_page_write_failure_releases_the_claim_and_the_retry_posts_again_with_
 
     assert isinstance(duplicate, IngestResult) and duplicate.outcome is IngestOutcome.DUPLICATE
     assert receiver.count == 2
+
+
+def test_an_event_whose_failed_attempt_cannot_be_recorded_retries_and_is_paged_only_then(
+    world: World,
+) -> None:
+    fine, failing = world.bench.receiver(), world.bench.receiver(default=Reply(500))
+    ok, bad = world.bench.subscribe(fine), world.bench.subscribe(failing)
+    first, second = world.event(), world.event()
+    # The first failed attempt's record (an UpdateItem on DeliveriesTable) is refused.
+    world.faults.operation, world.faults.times = "UpdateItem", 1
+
+    results = world.run(first, second)
+
+    assert [isinstance(result, Exception) for result in results] == [True, False]
+    [page] = world.pages().newest(ok.subscription.subscription_id)
+    # Only the event that will not be retried: the other one pages its success when it is.
+    assert [s.event_id for s in page.page.successes] == [event_id_of(second)]
+    assert world.claim_state(event_id_of(first)) is None
+
+    world.breaker_clock.now += 61  # the failing receiver's circuit opened: let it close
+    assert accepted(world.run(first))
+
+    newest, older = world.pages().newest(ok.subscription.subscription_id)
+    assert [s.event_id for s in newest.page.successes] == [event_id_of(first)]
+    assert older == page
+    record = world.bench.log.find(
+        delivery_id_for(event_id_of(first), bad.subscription.subscription_id)
+    )
+    assert record is not None and attempts_of(record) == [(1, 500, None)]

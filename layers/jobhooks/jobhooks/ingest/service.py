@@ -425,6 +425,11 @@ class IngestService:
                         self._record_unsuccessful(stage, outcome)
             except Exception as error:
                 failed[c.event_id] = error
+        # An event that already failed retries, and its retry pages its successes anew.
+        kept = {
+            key: [(event_id, success) for event_id, success in entries if event_id not in failed]
+            for key, entries in pages.items()
+        }
         written = [
             FirstAttemptPage(
                 subscription_id=subscription_id,
@@ -432,15 +437,15 @@ class IngestService:
                 batch_id=batch_id,
                 successes=tuple(success for _, success in entries),
             )
-            for (subscription_id, batch_id), entries in pages.items()
-            if any(event_id not in failed for event_id, _ in entries)
+            for (subscription_id, batch_id), entries in kept.items()
+            if entries
         ]
         if written:
             try:
                 stage.pages.write(written)
             except Exception as error:
                 # Which page was refused is not known: every event with a success retries.
-                for entries in pages.values():
+                for entries in kept.values():
                     for event_id, _ in entries:
                         failed.setdefault(event_id, error)
         return failed
