@@ -166,3 +166,22 @@ def test_a_failure_waits_the_schedules_delay_capped_at_900_s_or_parks_with_one_a
     assert capped.retry_in_seconds == 900
     assert (parked.result, parked.retry_in_seconds) == (FirstAttemptResult.FAILED, None)
     assert retried.retry_in_seconds == 5  # jitter drawn at the middle: the schedule's 5 s
+
+
+class Raises:
+    def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], *, timeout: float | None = None
+    ) -> PostResult:
+        raise RuntimeError("a bug in the client")
+
+
+def test_an_attempt_that_raises_leaves_its_task_to_the_deliver_function() -> None:
+    broken = FirstAttemptDispatcher(subscriptions=Secrets(), client=Raises())
+    a = subscription(1)
+
+    [outcome] = broken.attempt([(task_for(a), a)]).outcomes
+
+    assert (outcome.result, outcome.not_attempted) == (
+        FirstAttemptResult.NOT_ATTEMPTED,
+        NotAttemptedReason.ERROR,
+    )

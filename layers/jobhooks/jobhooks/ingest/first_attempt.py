@@ -18,8 +18,8 @@ Each task ends as one `FirstAttemptOutcome`:
   schedule `retry_in_seconds` is None and the delivery is parked, as deliver would;
 - gone (410): the caller disables the subscription and records the delivery `gone`;
 - not attempted (`NotAttemptedReason`): the subscription is disabled or another tenant's, its
-  circuit is open (`circuit_breaker`), or the deadline came before the POST could start; the
-  task is enqueued as it would be without first attempts.
+  circuit is open (`circuit_breaker`), the deadline came before the POST could start, or the
+  attempt raised (a bug: logged); the task is enqueued as it would be without first attempts.
 
 A POST still running when the deadline passes (the HTTP client's own watchdog should have ended
 it) counts as failed with the client's `timeout` class, and its task goes to the queue: the
@@ -86,6 +86,8 @@ class NotAttemptedReason(StrEnum):
     TENANT_MISMATCH = "tenant_mismatch"
     CIRCUIT_OPEN = "circuit_open"
     DEADLINE = "deadline"
+    ERROR = "error"
+    """The attempt raised (a bug, not a receiver's answer): the deliver function makes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +188,16 @@ class FirstAttemptDispatcher:
         for future, index in running.items():
             task = deliveries[index][0]
             if future.done() and not future.cancelled():
-                outcomes[index] = future.result()
+                error = future.exception()
+                if error is None:
+                    outcomes[index] = future.result()
+                else:
+                    _log.error(
+                        "first attempt raised; the task goes to the delivery queue",
+                        exc_info=error,
+                        extra=_ids(task),
+                    )
+                    outcomes[index] = _not_attempted(task, NotAttemptedReason.ERROR)
             elif future.cancel():
                 outcomes[index] = _not_attempted(task, NotAttemptedReason.DEADLINE)
             else:
