@@ -1,4 +1,5 @@
-"""Ingest function: forwarded Fetcher events from the ingest queue to one delivery task each.
+"""Ingest function: forwarded Fetcher events in, the first attempt of each delivery made, the
+rest enqueued for the deliver function.
 
 Wiring only; the use case is `jobhooks.ingest` (docs/ingest.md), the SQS batch handling
 `jobhooks.ingest.batch`: a failed record is reported in `batchItemFailures`, the others are
@@ -12,6 +13,7 @@ import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from jobhooks.ingest.batch import ingest_batch
 from jobhooks.ingest.telemetry import PowertoolsTelemetry
@@ -20,6 +22,8 @@ from jobhooks.ingest.wiring import ingest_service
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "jobhooks"))
 telemetry = PowertoolsTelemetry(logger, metrics)
+# The first attempts log through the standard library (`jobhooks.*`): format them like ours.
+copy_config_to_registered_loggers(source_logger=logger, include={"jobhooks"})
 # At import, so a bad JOBHOOKS_* variable fails the cold start with its name in the message.
 ingest_service(telemetry)
 

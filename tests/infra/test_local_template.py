@@ -126,13 +126,13 @@ def test_environment_points_the_functions_at_the_local_resources(
     assert environment["JOBHOOKS_RETRY_SCHEDULE"] == "0,5,300,1800,7200,18000,36000,36000"
     assert all(name.startswith("JOBHOOKS_") for name in environment)
     # One function's view holds only what the template gives that function.
-    assert "JOBHOOKS_RETRY_SCHEDULE" not in resources.environment("IngestFunction")
+    assert "JOBHOOKS_DELIVERY_CONCURRENCY" not in resources.environment("IngestFunction")
     assert "JOBHOOKS_FETCHER_KEYS_SECRET_ARN" in resources.environment("IngestFunction")
 
 
 def test_functions_carry_their_event_source_settings(resources: LocalResources) -> None:
     ingest = resources.functions["IngestFunction"]
-    assert (ingest.queue, ingest.timeout_seconds, ingest.batch_size) == ("IngestQueue", 30, 10)
+    assert (ingest.queue, ingest.timeout_seconds, ingest.batch_size) == ("IngestQueue", 40, 10)
     assert ingest.code_uri == "functions/ingest/" and ingest.handler == "app.handler"
     deliver = resources.functions["DeliverFunction"]
     assert (deliver.queue, deliver.timeout_seconds) == ("DeliveryQueue", 60)

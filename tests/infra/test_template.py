@@ -139,7 +139,8 @@ def test_queue_visibility_is_at_least_six_times_the_consumer_timeout(
 def test_function_timeouts(template: dict[str, Any]) -> None:
     timeouts = {f: function_setting(template, f, "Timeout") for f in resources(template, FUNCTION)}
     assert timeouts == {
-        "IngestFunction": 30,
+        # FirstAttemptSeconds (at most 30) and 10 s for the writes after it.
+        "IngestFunction": 40,
         "DeliverFunction": 60,
         "ApiFunction": 15,
         # API Gateway waits at most 10 s for an authorizer.
@@ -321,10 +322,20 @@ INGEST_GRANTS = {
     arn_of("DeliveryQueue"): {"sqs:SendMessage"},
     arn_of("AnalyticsDeliveryStream"): {"firehose:PutRecordBatch"},
     arn_of("FirstAttemptsTable"): {"dynamodb:BatchWriteItem"},
+    arn_of("DeliveriesTable"): {"dynamodb:UpdateItem"},
+    arn_of("SubscriptionsTable"): {"dynamodb:GetItem", "dynamodb:PutItem"},
+    arn_of("SubscriptionSecretsKey"): {"kms:Decrypt"},
+    arn_of("DeliveryDeadLetterQueue"): {"sqs:SendMessage"},
 }  # fmt: skip
 # What only the ingest function's first attempts need: the API's quarantine replay runs ingest
 # in-process but enqueues its deliveries, so it makes no first attempt.
-FIRST_ATTEMPT_RESOURCES = {arn_of("FirstAttemptsTable")}
+FIRST_ATTEMPT_RESOURCES = {
+    arn_of("FirstAttemptsTable"),
+    arn_of("DeliveriesTable"),
+    arn_of("SubscriptionsTable"),
+    arn_of("SubscriptionSecretsKey"),
+    arn_of("DeliveryDeadLetterQueue"),
+}
 DELIVER_GRANTS = {
     arn_of("DeliverLogGroup"): {"logs:CreateLogStream", "logs:PutLogEvents"},
     arn_of("DeliveryQueue"): {
@@ -394,7 +405,7 @@ def test_api_role_can_redrive_both_dead_letter_queues(template: dict[str, Any]) 
         if not pair[0].startswith(
             ("logs:", "sqs:Receive", "sqs:Delete", "sqs:GetQueue", "sqs:ChangeMessageVisibility")
         )
-        and not (pair[0] == "dynamodb:BatchWriteItem" and pair[1] in FIRST_ATTEMPT_RESOURCES)
+        and pair[1] not in FIRST_ATTEMPT_RESOURCES
     }
     assert ingest <= pairs, ingest - pairs
 
@@ -444,6 +455,14 @@ def test_functions_share_runtime_architecture_layer_and_powertools_settings(
         assert "POWERTOOLS_SERVICE_NAME" in variables
 
 
+FIRST_ATTEMPT_VARIABLES = {
+    "JOBHOOKS_FIRST_ATTEMPT_SECONDS",
+    "JOBHOOKS_RETRY_SCHEDULE",
+    "JOBHOOKS_ATTEMPT_LOG_DAYS",
+    "JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS",
+}
+
+
 def test_functions_get_the_settings_of_the_architecture(template: dict[str, Any]) -> None:
     text = ARCHITECTURE.read_text()
     documented = set(re.findall(r"`(JOBHOOKS_[A-Z_]+)`", text))
@@ -474,14 +493,21 @@ def test_functions_get_the_settings_of_the_architecture(template: dict[str, Any]
     assert ingest["JOBHOOKS_DEDUP_RETENTION_DAYS"] == {"Ref": "DedupRetentionDays"}
     assert ingest["JOBHOOKS_ALLOWED_SOURCES"] == {"Ref": "AllowedSources"}
     assert ingest["JOBHOOKS_FETCHER_KEYS_SECRET_ARN"]["Fn::If"][0] == "CreateFetcherKeysSecret"
-    # Quarantine replay re-runs ingest inside the API: same keys and verification rules.
+    # Quarantine replay re-runs ingest inside the API: same keys and verification rules (it makes
+    # no first attempt: those settings are the ingest function's alone).
     api = function_variables(template, "ApiFunction")
     for name, value in ingest.items():
-        if name.startswith("JOBHOOKS_"):
+        if name.startswith("JOBHOOKS_") and name not in FIRST_ATTEMPT_VARIABLES:
             assert api[name] == value, name
     deliver = function_variables(template, "DeliverFunction")
     assert deliver["JOBHOOKS_RETRY_SCHEDULE"] == {"Ref": "RetrySchedule"}
     assert deliver["JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS"] == "false"
+    # Ingest's first attempts POST and retry as the deliver function does.
+    assert ingest["JOBHOOKS_FIRST_ATTEMPT_SECONDS"] == {"Ref": "FirstAttemptSeconds"}
+    for name in FIRST_ATTEMPT_VARIABLES - {"JOBHOOKS_FIRST_ATTEMPT_SECONDS"}:
+        assert ingest[name] == deliver[name], name
+    parameter = template["Parameters"]["FirstAttemptSeconds"]
+    assert (parameter["Default"], parameter["MinValue"], parameter["MaxValue"]) == (5, 1, 30)
 
 
 def test_claims_outlive_every_copy_the_freshness_rule_accepts(template: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ import http.server
 import importlib.util
 import json
 import logging
+import os
 import threading
 import time
 import uuid
@@ -319,14 +320,32 @@ class Bridge:
     sqs: Any
 
     @classmethod
-    def start(cls, resources: Any) -> Bridge:
-        """Load both functions from `functions/` with the current environment."""
+    def start(cls, resources: Any, *, first_attempts: bool = False) -> Bridge:
+        """Load both functions from `functions/` with the current environment.
+
+        Without `first_attempts` the ingest function makes none (`JOBHOOKS_FIRST_ATTEMPT_SECONDS`
+        0): every delivery goes through the deliver function and its attempt log, which is what
+        these operator tests read. Ingest's first attempts are tested in
+        test_ingest_first_attempts.py; the operator view of their pages is
+        `jobhooks.delivery.history`'s.
+        """
         import boto3
 
+        variable = "JOBHOOKS_FIRST_ATTEMPT_SECONDS"
+        before = os.environ.get(variable)
+        if not first_attempts:
+            os.environ[variable] = "0"  # read once, when the function is loaded
+        try:
+            ingest_handler = load_function("ingest").handler
+        finally:
+            if before is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = before
         return cls(
             ingest_queue_url=resources.queue_url("IngestQueue"),
             delivery_queue_url=resources.queue_url("DeliveryQueue"),
-            ingest_handler=load_function("ingest").handler,
+            ingest_handler=ingest_handler,
             deliver_handler=load_function("deliver").handler,
             sqs=boto3.client("sqs"),
         )

@@ -149,7 +149,9 @@ def test_document_lists_every_route_with_its_error_shape() -> None:
 class NoNetwork:
     """A webhook client that never connects: generated subscriptions point anywhere."""
 
-    def post(self, url: str, body: bytes, headers: Any) -> PostResult:
+    def post(
+        self, url: str, body: bytes, headers: Any, *, timeout: float | None = None
+    ) -> PostResult:
         return PostResult(None, PostError.CONNECT_ERROR, "not sent in this test", 0)
 
 

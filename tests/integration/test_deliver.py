@@ -15,7 +15,7 @@ from jobhooks import __version__
 from jobhooks.delivery.deliver import send_webhook_now
 from jobhooks.delivery.model import DeliveryMessage, DeliveryResult, DeliveryStatus
 from jobhooks.delivery.parking import ParkingSummary, ParkReason
-from jobhooks.delivery.retry_schedule import MAX_RETRY_DELAY_SECONDS
+from jobhooks.delivery.retry_schedule import MAX_RETRY_DELAY_SECONDS, RetrySchedule
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.subscriptions import SubscriptionNotFoundError, SubscriptionStatus
 from jobhooks_tools.local.template import LocalResources
@@ -173,6 +173,44 @@ def test_exhausted_retries_are_parked_in_the_dlq_with_the_whole_attempt_log(
     assert record.status_reason == "attempts_exhausted"
     assert attempts_of(record) == [(n, 500, None) for n in range(1, 9)]
     assert all(attempt.response == "down for maintenance" for attempt in record.attempts)
+
+
+def test_a_task_whose_first_attempt_ingest_made_is_attempt_2_on_its_first_receive(
+    bench: DeliveryBench,
+) -> None:
+    receiver = bench.receiver(Reply(500), Reply(200))
+    task = bench.task(bench.subscribe(receiver), attempts_made=1)
+    bench.enqueue(task)
+
+    first = bench.run_batch()
+    assert (first.succeeded, first.failed) == (0, 1)
+    # Attempt 2 failed: the delay before attempt 3, not the one before attempt 2.
+    assert bench.fast_forward() == [jittered(300)]
+    last = bench.run_batch()
+
+    assert (last.succeeded, last.failed) == (1, 0)
+    assert attempts_of(bench.record(task)) == [(2, 500, None), (3, 200, None)]
+
+
+def test_a_two_attempt_schedule_parks_a_task_with_one_attempt_made_after_its_first_receive(
+    stack: LocalResources,
+) -> None:
+    with delivery_bench(stack, schedule=RetrySchedule.parse("0,5")) as bench:
+        receiver = bench.receiver(default=Reply(503))
+        task = bench.task(bench.subscribe(receiver), attempts_made=1)
+        bench.enqueue(task)
+
+        stats = bench.run_batch()
+
+        assert (stats.succeeded, stats.failed) == (1, 0)  # parked: acked
+        assert receiver.count == 1
+        [parked] = bench.parked()
+        summary = ParkingSummary.from_message_attributes(parked["MessageAttributes"])
+        assert summary == ParkingSummary(ParkReason.ATTEMPTS_EXHAUSTED, 2, "http_503")
+        assert DeliveryTask.from_json(parked["Body"]).attempts_made == 1
+        record = bench.record(task)
+        assert record.status is DeliveryStatus.PARKED
+        assert attempts_of(record) == [(2, 503, None)]
 
 
 def test_410_gone_disables_the_subscription_and_stops_retrying(bench: DeliveryBench) -> None:

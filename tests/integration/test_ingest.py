@@ -324,6 +324,10 @@ def open_bridge(
         monkeypatch.setenv(name, value)
     for name, value in stack.environment().items():
         monkeypatch.setenv(name, value)
+    # These tests are about the claim, the fan-out to the delivery queue and the completion:
+    # first attempts off, so every task is on the queue as a test reads it. Ingest's first
+    # attempts have their own tests (test_ingest_first_attempts.py).
+    monkeypatch.setenv("JOBHOOKS_FIRST_ATTEMPT_SECONDS", "0")
     mine = boto3.session.Session()
     _empty(stack, mine)
     # The handler builds its clients from boto3's default session: a fresh one per test, with

@@ -9,11 +9,18 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
-from jobhooks.delivery_task import DeliveryTask, delivery_id_for
+from jobhooks.delivery.model import DeliveryAttempt
+from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError, delivery_id_for
 from jobhooks.inbound.rejection import Reason
 from jobhooks.ingest.exceptions import ClaimLostError, FetcherKeysUnavailableError
 from jobhooks.ingest.fan_out import MAX_BATCH_BYTES, _chunks, delivery_tasks_for
 from jobhooks.ingest.fetcher_keys import SecretKeys
+from jobhooks.ingest.first_attempt import (
+    FirstAttemptBatch,
+    FirstAttemptOutcome,
+    FirstAttemptResult,
+    NotAttemptedReason,
+)
 from jobhooks.ingest.inbound import InboundMessage, claimed_event_id
 from jobhooks.ingest.model import (
     ClaimState,
@@ -23,6 +30,7 @@ from jobhooks.ingest.model import (
     QuarantinedMessage,
 )
 from jobhooks.ingest.quarantine import quarantine_id_for
+from jobhooks.ingest.service import delivery_outcome_of
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.telemetry import PowertoolsTelemetry
 from jobhooks.settings import ConfigurationError
@@ -214,7 +222,25 @@ def test_a_task_on_the_wire_is_ascii_and_gives_back_the_exact_payload() -> None:
     assert wire.isascii()
     assert DeliveryTask.from_json(wire) == task
     assert DeliveryTask.from_json(wire).payload.encode() == payload.encode()
-    assert json.loads(wire) == json.loads(task.model_dump_json())
+    # `attempts_made` 0 is left out: the task reads exactly as it did before the field.
+    assert json.loads(wire) == json.loads(task.model_dump_json(exclude={"attempts_made"}))
+
+
+def test_a_task_after_a_failed_first_attempt_carries_its_attempts_on_the_wire() -> None:
+    (task,) = delivery_tasks_for(
+        event_id="e",
+        tenant_id="acme",
+        event_type="job.failed",
+        payload="{}",
+        subscriptions=[subscription("acme")],
+    )
+    retry = task.model_copy(update={"attempts_made": 1})
+
+    assert json.loads(retry.to_json())["attempts_made"] == 1
+    assert DeliveryTask.from_json(retry.to_json()).attempts_made == 1
+    assert DeliveryTask.from_json(task.to_json()).attempts_made == 0
+    with pytest.raises(InvalidDeliveryTaskError):
+        DeliveryTask.from_json(task.to_json()[:-1] + ',"attempts_made":-1}')
 
 
 def test_batches_hold_at_most_ten_entries_and_one_mebibyte() -> None:
@@ -432,3 +458,53 @@ def test_an_invocation_logs_one_info_line_naming_its_accepted_events(
     )
     assert (batch["deliveries"], batch["accepted_ids"]) == (3, ["e1", "e2"])
     assert batch["duplicate_ids"] == ["e1"]
+
+
+def test_first_attempts_are_counted_with_the_deliver_functions_metrics_and_in_the_batch_line(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    metrics = Metrics(namespace="jobhooks", service="jobhooks-test")
+    metrics.clear_metrics()
+    telemetry = PowertoolsTelemetry(Logger(service="jobhooks-test", level="INFO"), metrics)
+    caplog.set_level("INFO")
+    task = delivery_tasks_for(
+        event_id="e",
+        tenant_id="acme",
+        event_type="job.completed",
+        payload="{}",
+        subscriptions=[subscription("acme")],
+    )[0]
+    ok = DeliveryAttempt(n=1, at=NOW, status_code=200, latency_ms=12)
+    boom = DeliveryAttempt(n=1, at=NOW, status_code=503, latency_ms=30)
+    batch = FirstAttemptBatch(
+        (
+            FirstAttemptOutcome(task, FirstAttemptResult.SUCCEEDED, ok),
+            FirstAttemptOutcome(task, FirstAttemptResult.FAILED, boom, 5),
+            FirstAttemptOutcome(
+                task, FirstAttemptResult.NOT_ATTEMPTED, not_attempted=NotAttemptedReason.DEADLINE
+            ),
+        )
+    )
+
+    telemetry.first_attempts_made([delivery_outcome_of(o) for o in batch.outcomes])
+    telemetry.batch_ingested([], first_attempts=batch)
+    metrics.flush_metrics()
+
+    blobs = emf_blobs(capsys.readouterr().out)
+    (totals,) = [blob for blob in blobs if "failure_class" not in blob]
+    assert totals["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
+    assert (totals["DeliveryAttempts"], totals["DeliverySucceeded"]) == ([2.0], [1.0])
+    assert totals["DeliveryFailed"] == [1.0]
+    assert sorted(totals["DeliveryLatency"]) == [12.0, 30.0]
+    [by_class] = [blob for blob in blobs if "failure_class" in blob]
+    assert (by_class["failure_class"], by_class["DeliveryFailed"]) == ("http_5xx", [1.0])
+    [line] = [r for r in caplog.records if r.getMessage() == "ingest batch done"]
+    counts = {
+        name: getattr(line, name)
+        for name in ("first_attempts_succeeded", "first_attempts_failed", "first_attempts_skipped")
+    }
+    assert counts == {
+        "first_attempts_succeeded": 1,
+        "first_attempts_failed": 1,
+        "first_attempts_skipped": 1,
+    }

@@ -18,9 +18,10 @@ import contextlib
 import json
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jobhooks.webhook_signature import webhook_id_for
 
@@ -45,6 +46,10 @@ class DeliveryTask(BaseModel):
     """The webhook body JSON: the exact text that is signed and POSTed."""
     replay: bool = False
     """An operator asked for this delivery again: deliver even after a recorded success."""
+    attempts_made: int = Field(default=0, ge=0)
+    """Attempts made before the task was enqueued: 1 when ingest's first attempt failed
+    (`jobhooks.ingest.first_attempt`), so the deliver function's first receive is attempt 2.
+    Optional on the wire: a task without it (older, or enqueued without a first attempt) is 0."""
 
     def to_json(self) -> str:
         """The SQS message body: JSON with every character beyond ASCII escaped.
@@ -53,7 +58,11 @@ class DeliveryTask(BaseModel):
         metadata or error text may carry them into the payload. Escaped, they pass any queue;
         decoding gives the payload text back unchanged, so the POSTed bytes are the same.
         """
-        return json.dumps(self.model_dump(mode="json"), separators=(",", ":"), ensure_ascii=True)
+        document = self.model_dump(mode="json")
+        if not self.attempts_made:
+            # Absent means 0: a task with no attempt made reads exactly as before the field.
+            del document["attempts_made"]
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=True)
 
     @classmethod
     def from_json(cls, text: str) -> DeliveryTask:
@@ -64,6 +73,27 @@ class DeliveryTask(BaseModel):
                 f"not a {FORMAT} task: {error.error_count()} problem(s), first: "
                 f"{error.errors()[0]['msg']}"
             ) from None
+
+
+# SQS's limit on a message's DelaySeconds (15 minutes).
+MAX_DELAY_SECONDS: Final = 900
+
+
+@dataclass(frozen=True, slots=True)
+class DelayedTask:
+    """A task the deliver function must not see for `delay_seconds` (the message's SQS
+    DelaySeconds, 0 to 900): a failed first attempt's task waits for the schedule's attempt 2."""
+
+    task: DeliveryTask
+    delay_seconds: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.delay_seconds <= MAX_DELAY_SECONDS:
+            raise ValueError(f"DelaySeconds is 0 to {MAX_DELAY_SECONDS}, not {self.delay_seconds}")
+
+
+QueuedTask = DeliveryTask | DelayedTask
+"""What ingest puts on the delivery queue: a task, visible at once or after a delay."""
 
 
 DELIVERY_ID_PREFIX: Final = "dlv_"

@@ -89,11 +89,13 @@ def describe(record: logging.LogRecord) -> Activity | None:
         status = fields.get("status_code")
         outcome = f"HTTP {status}" if status is not None else str(fields.get("error") or "error")
         what = "delivered" if status is not None and 200 <= int(status) < 300 else "failed"
+        # Ingest makes the first attempt of every delivery (docs/delivery.md); deliver the rest.
+        source = "ingest" if record.name.startswith("jobhooks.ingest") else "deliver"
         text = (
             f"{event_id} -> {fields.get('subscription_id', '')} {outcome} in "
             f"{fields.get('latency_ms', '?')} ms (attempt {fields['attempt']})"
         )
-        return _activity(record, "deliver", what, text)
+        return _activity(record, source, what, text)
     if "delivery_id" in fields and record.levelno >= logging.WARNING:
         what = "parked" if "parked" in message else "dropped" if "dropped" in message else "warning"
         return _activity(

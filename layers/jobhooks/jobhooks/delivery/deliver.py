@@ -14,10 +14,11 @@ For one task (`Deliverer.deliver_task`), in order:
    (ChangeMessageVisibility) and reported as a batch item failure; after the last attempt the
    delivery is `parked` in the delivery DLQ and acked.
 
-The attempt number is the message's ApproximateReceiveCount, so an invocation that crashed or
-timed out still used up one attempt. Every outcome is one conditional UpdateItem on the delivery
-(`AttemptLog.record_attempt`), written after the POST: a function that dies between the two may
-POST again, with the same `webhook-id`, which is what receivers deduplicate on.
+The attempt number is the message's ApproximateReceiveCount plus the attempts made before the
+task was enqueued (`attempts_made`: 1 when ingest's first attempt failed), so an invocation that
+crashed or timed out still used up one attempt. Every outcome is one conditional UpdateItem on
+the delivery (`AttemptLog.record_attempt`), written after the POST: a function that dies between
+the two may POST again, with the same `webhook-id`, which is what receivers deduplicate on.
 
 The records of a batch run on a bounded thread pool, so one slow receiver holds back nothing
 but its own record.
@@ -201,7 +202,11 @@ class Deliverer:
         if not subscription.is_active:
             return self._park(task, message, None, ParkReason.SUBSCRIPTION_DISABLED, existing)
 
-        attempt, retry_after = self._attempt(task, subscription, message.receive_count)
+        # Attempts ingest made before enqueueing (its first attempt) count: the first receive
+        # of such a task is attempt 2, and the schedule's end comes as many receives sooner.
+        attempt, retry_after = self._attempt(
+            task, subscription, message.receive_count + task.attempts_made
+        )
         logged = len(existing.attempts) if existing is not None else 0
         failure = failure_class_of(attempt)
         # Successes at debug: one log line per delivery would cost about as much as its
@@ -342,11 +347,16 @@ def post_signed(
     signing_secrets: Sequence[str],
     n: int,
     now: datetime,
+    *,
+    timeout: float | None = None,
 ) -> tuple[DeliveryAttempt, int | None]:
-    """POST `payload` signed with every secret; the attempt and the receiver's Retry-After."""
+    """POST `payload` signed with every secret; the attempt and the receiver's Retry-After.
+
+    `timeout` shortens the client's total timeout for this POST (ingest's first attempts).
+    """
     body = payload.encode("utf-8")
     headers = webhook_headers(webhook_id, int(now.timestamp()), body, signing_secrets)
-    result = client.post(url, body, headers)
+    result = client.post(url, body, headers, timeout=timeout)
     attempt = DeliveryAttempt(
         n=n,
         at=now,

@@ -111,10 +111,17 @@ class WebhookClient:
         """Close the connections kept for reuse."""
         self.idle_connections.close()
 
-    def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> PostResult:
-        """POST `body` to `url` once; the result says what happened."""
+    def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], *, timeout: float | None = None
+    ) -> PostResult:
+        """POST `body` to `url` once; the result says what happened.
+
+        `timeout` shortens this one POST's total deadline (ingest's first attempts end with
+        their phase); it never lengthens it beyond the client's `total_timeout`.
+        """
         started = time.monotonic()
-        deadline = _Deadline(self.total_timeout)
+        seconds = self.total_timeout if timeout is None else min(timeout, self.total_timeout)
+        deadline = _Deadline(max(0.0, seconds))
         try:
             return self._post(url, body, headers, deadline, started)
         finally:
@@ -141,7 +148,7 @@ class WebhookClient:
             )
 
         request_headers = self._request_headers(target, headers)
-        outcome: tuple[PostError, str] = (PostError.TIMEOUT, _deadline_detail(self.total_timeout))
+        outcome: tuple[PostError, str] = (PostError.TIMEOUT, _deadline_detail(deadline.seconds))
         address_text: str | None = None
         # Every address passed the policy; trying the next one when a connection cannot be
         # made at all is what browsers do for dual-stack hosts, and nothing was sent yet.
@@ -178,7 +185,7 @@ class WebhookClient:
                 )
             except (HTTPError, HTTPException, OSError) as error:
                 pool.close()
-                outcome = _classify(error, deadline, target, address, self.total_timeout)
+                outcome = _classify(error, deadline, target, address, deadline.seconds)
                 # NewConnectionError is a ConnectTimeoutError: either way no byte was sent.
                 if isinstance(error, ConnectTimeoutError) and not deadline.cut_off:
                     continue
@@ -188,7 +195,7 @@ class WebhookClient:
                 # the header block there: what looks like a response may be half of one.
                 response.close()
                 pool.close()
-                return failed(PostError.TIMEOUT, _deadline_detail(self.total_timeout), address_text)
+                return failed(PostError.TIMEOUT, _deadline_detail(deadline.seconds), address_text)
             read_to_end = False
             try:
                 result, read_to_end = self._read_response(response, deadline, started, address_text)
@@ -417,6 +424,7 @@ class _Deadline:
     """
 
     def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
         self._at = time.monotonic() + seconds
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []

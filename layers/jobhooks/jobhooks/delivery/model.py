@@ -79,7 +79,8 @@ class DeliveryAttempt(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     n: int
-    """The attempt number: the SQS receive count of the task when it was made."""
+    """The attempt number: 1 for ingest's first attempt; in the deliver function, the task's SQS
+    receive count plus the attempts made before it was enqueued (`DeliveryTask.attempts_made`)."""
     at: datetime
     status_code: int | None = None
     error: str | None = None

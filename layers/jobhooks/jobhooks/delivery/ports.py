@@ -59,7 +59,10 @@ class SubscriptionDirectory(Protocol):
 class WebhookPoster(Protocol):
     """What delivery needs of the HTTP client (`WebhookClient` implements it)."""
 
-    def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> PostResult: ...
+    def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], *, timeout: float | None = None
+    ) -> PostResult:
+        """One POST within the client's total timeout, or within `timeout` when that is shorter."""
 
 
 class DeliveryMetrics(Protocol):

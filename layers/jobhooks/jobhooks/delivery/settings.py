@@ -15,24 +15,18 @@ from jobhooks.delivery.retry_schedule import (
 from jobhooks.settings import Settings
 
 
-class DeliverSettings(Settings):
-    """Read once at cold start: `DeliverSettings.from_env()` names any bad `JOBHOOKS_*` variable."""
+class WebhookPostSettings(Settings):
+    """How webhooks are POSTed, retried and recorded: the deliver function's settings that
+    ingest shares for the first attempts it makes (`jobhooks.ingest.first_attempt`)."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", arbitrary_types_allowed=True)
 
-    deliveries_table: str = Field(min_length=1)
-    subscriptions_table: str = Field(min_length=1)
-    delivery_queue_url: str = Field(min_length=1)
-    delivery_dlq_url: str = Field(min_length=1)
     retry_schedule: RetrySchedule = DEFAULT_SCHEDULE
     attempt_log_days: int = Field(30, ge=1, le=365)
     delivery_concurrency: int = Field(10, ge=1, le=100)
     # Bounded by the HTTP client's own 15 s ceiling; lower only to shed slow receivers sooner
     # (tests and `jobhooks dev` use a second or two).
     delivery_timeout_seconds: float = Field(MAX_TOTAL_TIMEOUT_SECONDS, gt=0, le=15)
-    # How long a warm function reuses a subscription it read: saves one read per delivery. A
-    # disable or a secret rotation made elsewhere is seen this much later (0 turns it off).
-    subscription_cache_seconds: float = Field(30, ge=0, le=300)
     allow_private_webhooks: bool = False
 
     @field_validator("retry_schedule", mode="before")
@@ -44,3 +38,15 @@ class DeliverSettings(Settings):
             except InvalidRetryScheduleError as error:
                 raise ValueError(str(error)) from None
         return value
+
+
+class DeliverSettings(WebhookPostSettings):
+    """Read once at cold start: `DeliverSettings.from_env()` names any bad `JOBHOOKS_*` variable."""
+
+    deliveries_table: str = Field(min_length=1)
+    subscriptions_table: str = Field(min_length=1)
+    delivery_queue_url: str = Field(min_length=1)
+    delivery_dlq_url: str = Field(min_length=1)
+    # How long a warm function reuses a subscription it read: saves one read per delivery. A
+    # disable or a secret rotation made elsewhere is seen this much later (0 turns it off).
+    subscription_cache_seconds: float = Field(30, ge=0, le=300)

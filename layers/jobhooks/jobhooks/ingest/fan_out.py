@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from jobhooks.delivery_task import DeliveryTask, delivery_task_for
+from jobhooks.delivery_task import DelayedTask, DeliveryTask, QueuedTask, delivery_task_for
 from jobhooks.ingest.exceptions import AwsServiceError, DeliveryEnqueueError
 from jobhooks.subscriptions.model import Subscription
 
@@ -71,7 +71,7 @@ class DeliveryQueue:
         self._backoff = backoff_seconds
         self._sleep = sleep
 
-    def enqueue(self, event_id: str, tasks: Sequence[DeliveryTask]) -> int:
+    def enqueue(self, event_id: str, tasks: Sequence[QueuedTask]) -> int:
         """Send every task; returns how many. Raises unless SQS accepted all of them."""
         failed = self.enqueue_events([(event_id, tasks)])
         if failed:
@@ -79,15 +79,15 @@ class DeliveryQueue:
         return len(tasks)
 
     def enqueue_events(
-        self, events: Sequence[tuple[str, Sequence[DeliveryTask]]]
+        self, events: Sequence[tuple[str, Sequence[QueuedTask]]]
     ) -> dict[str, Exception]:
         """Send the tasks of several events in shared batches; the events not fully accepted.
 
         An ingest invocation's events share `SendMessageBatch` calls (10 tasks a call, whichever
         event each belongs to) rather than one call per event: a batch of ten events with two
-        subscriptions each is 2 calls, not 10.
+        subscriptions each is 2 calls, not 10. A `DelayedTask` carries its own `DelaySeconds`.
         """
-        entries = [(event_id, task.to_json()) for event_id, tasks in events for task in tasks]
+        entries = [_entry(event_id, task) for event_id, tasks in events for task in tasks]
         totals = {event_id: len(tasks) for event_id, tasks in events}
         refused: dict[str, int] = {}
         errors: dict[str, Exception] = {}
@@ -95,10 +95,10 @@ class DeliveryQueue:
             try:
                 not_sent, code = self._send_chunk(chunk)
             except AwsServiceError as error:
-                for event_id, _ in chunk:
+                for event_id, _, _ in chunk:
                     errors.setdefault(event_id, error)
                 continue
-            for event_id, _ in not_sent:
+            for event_id, _, _ in not_sent:
                 refused[event_id] = refused.get(event_id, 0) + 1
             for event_id, count in refused.items():
                 errors.setdefault(
@@ -106,7 +106,7 @@ class DeliveryQueue:
                 )
         return errors
 
-    def _send_chunk(self, chunk: Sequence[tuple[str, str]]) -> tuple[list[tuple[str, str]], str]:
+    def _send_chunk(self, chunk: Sequence[_Entry]) -> tuple[list[_Entry], str]:
         """Send one batch, again for its refused entries; those still refused, and SQS's code."""
         pending = {str(n): entry for n, entry in enumerate(chunk)}
         code = "Unknown"
@@ -117,7 +117,10 @@ class DeliveryQueue:
                 response = self._sqs.send_message_batch(
                     QueueUrl=self.queue_url,
                     Entries=[
-                        {"Id": id_, "MessageBody": body} for id_, (_, body) in pending.items()
+                        {"Id": id_, "MessageBody": entry[1], "DelaySeconds": entry[2]}
+                        if entry[2]
+                        else {"Id": id_, "MessageBody": entry[1]}
+                        for id_, entry in pending.items()
                     ],
                 )
             except ClientError as error:
@@ -136,10 +139,18 @@ class DeliveryQueue:
         return list(pending.values()), code
 
 
-def _chunks(
-    entries: Sequence[tuple[str, str]],
-) -> Iterator[list[tuple[str, str]]]:
-    chunk: list[tuple[str, str]] = []
+# (event id, message body, DelaySeconds)
+_Entry = tuple[str, str, int]
+
+
+def _entry(event_id: str, queued: QueuedTask) -> _Entry:
+    if isinstance(queued, DelayedTask):
+        return event_id, queued.task.to_json(), queued.delay_seconds
+    return event_id, queued.to_json(), 0
+
+
+def _chunks(entries: Sequence[_Entry]) -> Iterator[list[_Entry]]:
+    chunk: list[_Entry] = []
     size = 0
     for entry in entries:
         entry_size = len(entry[1].encode("utf-8"))

@@ -1,9 +1,10 @@
 """What the ingest use case needs from storage and queues, as small interfaces.
 
 They speak the model's types (`model`), never an adapter's: `claims.ClaimStore`,
-`quarantine.QuarantineStore`, `fan_out.DeliveryQueue` and the subscription store are the
-DynamoDB and SQS adapters, `jobhooks.analytics.recorder.AnalyticsRecorder` writes the analytics
-rows; tests may pass in-memory fakes.
+`quarantine.QuarantineStore`, `fan_out.DeliveryQueue`, the subscription store and the
+first-attempt pages (`jobhooks.delivery.first_attempts`) are the DynamoDB and SQS adapters,
+`jobhooks.analytics.recorder.AnalyticsRecorder` writes the analytics rows; tests may pass
+in-memory fakes.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from jobhooks.delivery_task import DeliveryTask
+from jobhooks.delivery.first_attempts import FirstAttemptPage
+from jobhooks.delivery_task import QueuedTask
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.outcome import Outcome
 from jobhooks.inbound.rejection import RejectedMessageError
@@ -68,12 +70,19 @@ class SubscriptionMatcher(Protocol):
 
 
 class DeliveryTasks(Protocol):
-    def enqueue(self, event_id: str, tasks: Sequence[DeliveryTask]) -> int: ...
+    def enqueue(self, event_id: str, tasks: Sequence[QueuedTask]) -> int: ...
 
     def enqueue_events(
-        self, events: Sequence[tuple[str, Sequence[DeliveryTask]]]
+        self, events: Sequence[tuple[str, Sequence[QueuedTask]]]
     ) -> Mapping[str, Exception]:
         """Send several events' tasks together; the error of each event not fully accepted."""
+
+
+class FirstAttemptPages(Protocol):
+    """Where first-attempt successes are kept (`first_attempts.FirstAttemptLog`)."""
+
+    def write(self, pages: Sequence[FirstAttemptPage]) -> None:
+        """Put every page; raises when some were not written."""
 
 
 class OutcomeRecorder(Protocol):

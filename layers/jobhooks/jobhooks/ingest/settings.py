@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import Field, ValidationInfo, field_validator
 
 from jobhooks.analytics.settings import AnalyticsSinkSettings
+from jobhooks.delivery.settings import WebhookPostSettings
 from jobhooks.inbound.cross_checks import parse_source_list
 from jobhooks.inbound.job_events import VerificationPolicy
 from jobhooks.inbound.keys import HmacKey, KeyConfigurationError, parse_key_list
@@ -66,7 +67,10 @@ class VerificationSettings(Settings):
         )
 
 
-class IngestSettings(VerificationSettings, AnalyticsSinkSettings):
+class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSettings):
+    """The ingest function's settings; with `WebhookPostSettings`, how its first attempts POST
+    (the deliver function's timeout, network policy, concurrency, retry schedule)."""
+
     claims_table: str = Field(min_length=1)
     subscriptions_table: str = Field(min_length=1)
     quarantine_table: str = Field(min_length=1)
@@ -88,6 +92,18 @@ class IngestSettings(VerificationSettings, AnalyticsSinkSettings):
     ingest_queue_retention_seconds: int = Field(4 * SECONDS_PER_DAY, ge=60, le=14 * SECONDS_PER_DAY)
     subscription_cache_seconds: float = Field(30, ge=0, le=3600)
     quarantine_retention_days: float = Field(30, gt=0, le=365)
+    # The first attempts (ingest/first_attempt.py): their successes' pages, the records of the
+    # others, the delivery DLQ a one-attempt schedule parks in. Required when the function makes
+    # first attempts (ingest/wiring.py says which is missing); the management API's in-process
+    # ingest makes none.
+    first_attempts_table: str = ""
+    deliveries_table: str = ""
+    delivery_dlq_url: str = ""
+    # How long the first attempts of one invocation may take (FirstAttemptSeconds): the longer,
+    # the more slow receivers answer in ingest; the shorter, the less an invocation waits.
+    # 0 turns them off: every delivery goes through the delivery queue, as the management API's
+    # in-process ingest does (a deployed stack always makes them: the parameter is 1 to 30).
+    first_attempt_seconds: float = Field(5, ge=0, le=30)
 
     @field_validator("fetcher_keys_secret_arn")
     @classmethod

@@ -7,8 +7,10 @@ rejection details are, as they name a rule and a header, never a secret.
 
 Metrics (namespace from `POWERTOOLS_METRICS_NAMESPACE`, dimension `service`): Received,
 Accepted, Rejected (also per `reason`: 12 bounded values, one per `Reason`), Duplicates,
-DeliveriesEnqueued, Unmatched, AnalyticsWriteFailed (an accepted event whose analytics row the
-sink did not take: the record is retried).
+DeliveriesEnqueued (deliveries fanned out, whether their first attempt succeeded or not),
+Unmatched, AnalyticsWriteFailed (an accepted event whose analytics row the sink did not take: the
+record is retried); and for the first attempts ingest makes, the deliver function's delivery
+metrics (`jobhooks.delivery.metrics`: DeliveryAttempts, DeliverySucceeded, DeliveryFailed, ...).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from jobhooks.delivery.model import DeliveryOutcome
+from jobhooks.ingest.first_attempt import FirstAttemptBatch, FirstAttemptResult
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.model import (
     Claim,
@@ -111,9 +115,18 @@ class IngestTelemetry:
             },
         )
 
-    def batch_ingested(self, results: Sequence[IngestResult | Exception]) -> None:
+    def first_attempts_made(self, outcomes: Sequence[DeliveryOutcome]) -> None:
+        """The batch's first attempts, as the deliver function's metrics count attempts."""
+
+    def batch_ingested(
+        self,
+        results: Sequence[IngestResult | Exception],
+        *,
+        first_attempts: FirstAttemptBatch | None = None,
+    ) -> None:
         """One compact INFO line per invocation: its outcomes counted, its accepted and
-        duplicate event ids (what the per-event INFO lines used to say)."""
+        duplicate event ids (what the per-event INFO lines used to say), and how its first
+        attempts went (succeeded, failed, gone, skipped: not attempted)."""
         outcomes: Counter[str] = Counter()
         accepted: list[str] = []
         duplicates: list[str] = []
@@ -128,6 +141,15 @@ class IngestTelemetry:
                 deliveries += result.deliveries
             elif result.outcome is IngestOutcome.DUPLICATE and result.event_id:
                 duplicates.append(result.event_id)
+        if first_attempts is not None:
+            outcomes["first_attempts_succeeded"] = first_attempts.count(
+                FirstAttemptResult.SUCCEEDED
+            )
+            outcomes["first_attempts_failed"] = first_attempts.count(FirstAttemptResult.FAILED)
+            outcomes["first_attempts_gone"] = first_attempts.count(FirstAttemptResult.GONE)
+            outcomes["first_attempts_skipped"] = first_attempts.count(
+                FirstAttemptResult.NOT_ATTEMPTED
+            )
         self.logger.info(
             "ingest batch done",
             extra={
@@ -202,10 +224,25 @@ class PowertoolsTelemetry(IngestTelemetry):
         super().duplicate(existing, tenant_id=tenant_id)
         self._count(DUPLICATES)
 
-    def batch_ingested(self, results: Sequence[IngestResult | Exception]) -> None:
+    def batch_ingested(
+        self,
+        results: Sequence[IngestResult | Exception],
+        *,
+        first_attempts: FirstAttemptBatch | None = None,
+    ) -> None:
         # The batch's line is no one record's: drop the last record's keys.
         self._powertools_logger.remove_keys(["correlation_id", "sqs_message_id"])
-        super().batch_ingested(results)
+        super().batch_ingested(results, first_attempts=first_attempts)
+
+    def first_attempts_made(self, outcomes: Sequence[DeliveryOutcome]) -> None:
+        # The deliver function's metric names and dimensions: the alarms and the dashboard
+        # count every attempt, wherever it was made.
+        from jobhooks.delivery.metrics import PowertoolsDeliveryMetrics
+
+        try:
+            PowertoolsDeliveryMetrics(self.metrics).record_outcomes(outcomes)
+        except Exception:  # metrics must never turn delivered webhooks into retries
+            self.logger.exception("recording first-attempt metrics failed")
 
     def duplicate_in_batch(self, event_id: str) -> None:
         super().duplicate_in_batch(event_id)

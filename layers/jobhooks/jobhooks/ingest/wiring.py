@@ -1,8 +1,9 @@
 """The ingest function's production wiring: settings in, the use case over AWS clients out.
 
 `ingest_service()` is the process's `IngestService`, built from `IngestSettings` (the
-environment) on first use and then reused; `build_ingest_service` builds one for given settings
-(the management API builds its own for re-fan-outs and quarantine replays). The clients are made
+environment) on first use and then reused, with first attempts on; `build_ingest_service` builds
+one for given settings (the management API builds its own for re-fan-outs and quarantine
+replays, without first attempts). The clients are made
 on their first call (`jobhooks.storage.clients`).
 """
 
@@ -14,8 +15,13 @@ from datetime import datetime
 from typing import Any
 
 from jobhooks.analytics.recorder import build_analytics_recorder
+from jobhooks.delivery.attempt_log import AttemptLog
+from jobhooks.delivery.first_attempts import FirstAttemptLog
+from jobhooks.delivery.http_client import make_webhook_client
+from jobhooks.exceptions import ConfigurationError
 from jobhooks.inbound.keys import parse_key_list
 from jobhooks.ingest.busy_records import BusyRecords
+from jobhooks.ingest.circuit_breaker import CircuitBreaker
 from jobhooks.ingest.claims import ClaimStore
 from jobhooks.ingest.fan_out import DeliveryQueue
 from jobhooks.ingest.fetcher_keys import (
@@ -23,8 +29,9 @@ from jobhooks.ingest.fetcher_keys import (
     SecretKeys,
     StaticKeys,
 )
+from jobhooks.ingest.first_attempt import FirstAttemptDispatcher
 from jobhooks.ingest.quarantine import QuarantineStore
-from jobhooks.ingest.service import IngestService
+from jobhooks.ingest.service import FirstAttempts, IngestService
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.telemetry import IngestTelemetry
 from jobhooks.storage.clients import SecretsManagerReader, aws_client
@@ -38,10 +45,26 @@ def build_ingest_service(
     session: Any = None,
     telemetry: IngestTelemetry | None = None,
     clock: Callable[[], datetime] = utc_now,
+    first_attempts: bool = False,
 ) -> IngestService:
-    """The service over AWS clients (from `session`, or boto3's default session)."""
+    """The service over AWS clients (from `session`, or boto3's default session).
+
+    `first_attempts`: ingest POSTs every delivery once itself (the ingest function), unless
+    `first_attempt_seconds` is 0; without, every task goes to the delivery queue (the management
+    API's re-fan-outs and replays).
+    """
     dynamodb = aws_client("dynamodb", session=session)
     sqs = aws_client("sqs", session=session)
+    first_attempts = first_attempts and settings.first_attempt_seconds > 0
+    # With first attempts the matching store also opens signing secrets (KMS, the deliver
+    # function's data-key cache) and disables a subscription that answered 410, which clears
+    # its matching cache: the next batch no longer matches it. Matching alone needs no KMS.
+    matching = SubscriptionStore(
+        settings.subscriptions_table,
+        dynamodb,
+        aws_client("kms", session=session) if first_attempts else None,
+        matching_cache_seconds=settings.subscription_cache_seconds,
+    )
     keys: FetcherKeySource
     if settings.fetcher_keys_secret_arn:
         reader = SecretsManagerReader(session)
@@ -61,13 +84,7 @@ def build_ingest_service(
             retention_seconds=settings.quarantine_retention_seconds,
             clock=clock,
         ),
-        # Matching never decrypts a secret: the subscription stores need no KMS client.
-        subscriptions=SubscriptionStore(
-            settings.subscriptions_table,
-            dynamodb,
-            None,
-            matching_cache_seconds=settings.subscription_cache_seconds,
-        ),
+        subscriptions=matching,
         current_subscriptions=SubscriptionStore(settings.subscriptions_table, dynamodb, None),
         deliveries=DeliveryQueue(settings.delivery_queue_url, sqs),
         keys=keys,
@@ -82,6 +99,68 @@ def build_ingest_service(
             else None
         ),
         analytics=build_analytics_recorder(settings, session=session),
+        first_attempts=(
+            build_first_attempts(settings, matching, session=session, clock=clock)
+            if first_attempts
+            else None
+        ),
+    )
+
+
+def build_first_attempts(
+    settings: IngestSettings,
+    subscriptions: SubscriptionStore,
+    *,
+    session: Any = None,
+    clock: Callable[[], datetime] = utc_now,
+) -> FirstAttempts:
+    """The first-attempt stage of these settings: the dispatcher with the deliver function's
+    HTTP client settings, and the stores it writes to. Raises `ConfigurationError` naming a
+    missing variable."""
+    missing = [
+        f"JOBHOOKS_{name.upper()}"
+        for name in ("first_attempts_table", "deliveries_table", "delivery_dlq_url")
+        if not getattr(settings, name)
+    ]
+    if missing:
+        raise ConfigurationError(
+            f"{', '.join(missing)}: required when ingest makes the first attempts (set it as "
+            "template.yaml does)"
+        )
+    # Every POST thread may decrypt a data key or write at once.
+    pool = settings.delivery_concurrency + 4
+    dynamodb = aws_client("dynamodb", session=session, max_pool_connections=pool)
+    return FirstAttempts(
+        dispatcher=FirstAttemptDispatcher(
+            subscriptions=subscriptions,
+            client=make_webhook_client(
+                allow_private_networks=settings.allow_private_webhooks,
+                total_timeout=settings.delivery_timeout_seconds,
+                # A batch POSTs to one receiver from every worker at once: keep what they opened.
+                keep_alive_per_receiver=settings.delivery_concurrency,
+            ),
+            breaker=CircuitBreaker(),
+            schedule=settings.retry_schedule,
+            phase_seconds=settings.first_attempt_seconds,
+            post_timeout_seconds=settings.delivery_timeout_seconds,
+            concurrency=settings.delivery_concurrency,
+            clock=clock,
+        ),
+        pages=FirstAttemptLog(
+            settings.first_attempts_table,
+            dynamodb,
+            retention_days=settings.attempt_log_days,
+            clock=clock,
+        ),
+        attempt_log=AttemptLog(
+            settings.deliveries_table,
+            dynamodb,
+            retention_days=settings.attempt_log_days,
+            clock=clock,
+        ),
+        subscriptions=subscriptions,
+        sqs=aws_client("sqs", session=session),
+        delivery_dlq_url=settings.delivery_dlq_url,
     )
 
 
@@ -92,4 +171,4 @@ def ingest_service(telemetry: IngestTelemetry | None = None) -> IngestService:
     Tests that change the environment or the boto3 default session call
     `ingest_service.cache_clear()`.
     """
-    return build_ingest_service(IngestSettings.from_env(), telemetry=telemetry)
+    return build_ingest_service(IngestSettings.from_env(), telemetry=telemetry, first_attempts=True)

@@ -1,0 +1,437 @@
+"""Ingest makes the first attempt of every delivery (docs/delivery.md, "The first attempt").
+
+Real components throughout: the ingest service as the ingest function's wiring builds it
+(`build_ingest_service(..., first_attempts=True)`) over moto's server and the resources of
+template.yaml (`stack`), receivers on loopback (`deliver_harness.Receiver`), signatures checked
+with `standardwebhooks`, and the deliver function's `Deliverer` driven through the local SQS
+event source for what ingest leaves to it. Only the breaker's clock is a test's own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from jobhooks.delivery.first_attempts import FirstAttemptLog
+from jobhooks.delivery.model import DeliveryStatus
+from jobhooks.delivery.parking import ParkingSummary, ParkReason
+from jobhooks.delivery_task import DeliveryTask, delivery_id_for
+from jobhooks.ingest.circuit_breaker import CircuitBreaker
+from jobhooks.ingest.claims import ClaimStore
+from jobhooks.ingest.inbound import InboundMessage
+from jobhooks.ingest.model import IngestOutcome, IngestResult
+from jobhooks.ingest.service import IngestService
+from jobhooks.ingest.settings import IngestSettings
+from jobhooks.ingest.wiring import build_ingest_service
+from jobhooks.subscriptions import Subscription, SubscriptionStatus
+from jobhooks.webhook_signature import webhook_id_for
+from jobhooks_tools.local.template import LocalResources
+from jobhooks_tools.sample_events import SampleEvent, demo_key, make_job_event
+from standardwebhooks.webhooks import Webhook
+
+from tests.integration.deliver_harness import (
+    DeliveryBench,
+    Receiver,
+    Reply,
+    attempts_of,
+    delivery_bench,
+)
+
+pytestmark = pytest.mark.timeout(90)
+
+# The ingest function's Timeout in template.yaml: the phase is not cut by the writes' margin.
+REMAINING_MS = 30_000
+
+
+class BreakerClock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class PageWriteFault:
+    """Refuses the next `times` calls of `operation` (BatchWriteItem: the pages) of the ingest's
+    clients."""
+
+    times: int = 0
+    operation: str = "BatchWriteItem"
+    calls: int = field(default=0)
+
+    def before_call(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        if model.name != self.operation:
+            return
+        self.calls += 1
+        if self.times > 0:
+            self.times -= 1
+            raise ClientError(
+                {"Error": {"Code": "InternalServerError", "Message": "injected"}}, model.name
+            )
+
+
+@dataclass
+class World:
+    stack: LocalResources
+    bench: DeliveryBench
+    ingest: IngestService
+    breaker_clock: BreakerClock
+    faults: PageWriteFault
+
+    def event(self, tenant_id: str = "acme", **options: Any) -> SampleEvent:
+        return make_job_event(demo_key(), tenant_id=tenant_id, **options)
+
+    def run(self, *events: SampleEvent) -> list[IngestResult | Exception]:
+        messages = [
+            InboundMessage(
+                body=event.forwarded().to_json(),
+                message_id=f"m-{n}",
+                sent_at=datetime.now(UTC),
+            )
+            for n, event in enumerate(events)
+        ]
+        return self.ingest.ingest_messages(messages, remaining_ms=REMAINING_MS)
+
+    def queued(self) -> list[DeliveryTask]:
+        """The tasks on the delivery queue that are visible now (removed from it)."""
+        tasks = []
+        while True:
+            messages = self.bench.raw_sqs.receive_message(
+                QueueUrl=self.bench.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0
+            ).get("Messages", [])
+            if not messages:
+                return tasks
+            for message in messages:
+                tasks.append(DeliveryTask.from_json(message["Body"]))
+                self.bench.raw_sqs.delete_message(
+                    QueueUrl=self.bench.queue_url, ReceiptHandle=message["ReceiptHandle"]
+                )
+
+    def delayed(self) -> int:
+        attributes = self.bench.raw_sqs.get_queue_attributes(
+            QueueUrl=self.bench.queue_url, AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+        )["Attributes"]
+        return int(attributes["ApproximateNumberOfMessagesDelayed"])
+
+    def claim_batch(self, event_id: str) -> str:
+        item = self.bench.dynamodb.get_item(
+            TableName=self.stack.table_name("ClaimsTable"),
+            Key={"event_id": {"S": event_id}},
+            ConsistentRead=True,
+        )["Item"]
+        return str(item["batch_id"]["S"])
+
+    def claim_state(self, event_id: str) -> str | None:
+        claims = ClaimStore(
+            self.stack.table_name("ClaimsTable"), self.bench.dynamodb, retention_seconds=86_400
+        )
+        record = claims.get(event_id)
+        return None if record is None else record.state.value
+
+    def pages(self) -> FirstAttemptLog:
+        return FirstAttemptLog(self.stack.table_name("FirstAttemptsTable"), self.bench.dynamodb)
+
+    def delivery_items(self) -> int:
+        return int(
+            self.bench.dynamodb.scan(TableName=self.bench.deliveries_table, Select="COUNT")["Count"]
+        )
+
+
+def event_id_of(event: SampleEvent) -> str:
+    value = event.headers["ce-id"]
+    assert isinstance(value, bytes)
+    return value.decode()
+
+
+@pytest.fixture
+def world_factory(stack: LocalResources, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    worlds: list[World] = []
+    benches: list[Any] = []
+
+    def make(**variables: str) -> World:
+        monkeypatch.setenv("JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS", "true")
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        context = delivery_bench(stack)
+        bench = context.__enter__()
+        benches.append(context)
+        session = boto3.session.Session()
+        faults = PageWriteFault()
+        session.events.register("before-call", faults.before_call)
+        ingest = build_ingest_service(
+            IngestSettings.from_env(), session=session, first_attempts=True
+        )
+        assert ingest.first_attempts is not None
+        clock = BreakerClock()
+        ingest.first_attempts.dispatcher.breaker = CircuitBreaker(monotonic=clock)
+        world = World(stack, bench, ingest, clock, faults)
+        worlds.append(world)
+        return world
+
+    yield make
+    for world in worlds:
+        assert world.ingest.first_attempts is not None
+        world.ingest.first_attempts.dispatcher.close()
+    for context in benches:
+        context.__exit__(None, None, None)
+
+
+@pytest.fixture
+def world(world_factory: Any) -> World:
+    made: World = world_factory()
+    return made
+
+
+def verified_ids(receiver: Receiver, secret: str) -> list[str]:
+    ids = []
+    for request in receiver.requests:
+        Webhook(secret).verify(request.body, request.headers)
+        ids.append(request.headers["webhook-id"])
+    return ids
+
+
+def accepted(results: Sequence[IngestResult | Exception]) -> bool:
+    return all(
+        isinstance(result, IngestResult) and result.outcome is IngestOutcome.ACCEPTED
+        for result in results
+    )
+
+
+# -- every first attempt succeeds -------------------------------------------------------------
+
+
+def test_a_batch_for_two_subscriptions_is_delivered_by_ingest_with_nothing_queued(
+    world: World,
+) -> None:
+    first, second = world.bench.receiver(), world.bench.receiver()
+    one, two = world.bench.subscribe(first), world.bench.subscribe(second)
+    events = [world.event() for _ in range(3)]
+
+    results = world.run(*events)
+
+    assert accepted(results)
+    expected = sorted(webhook_id_for(event_id_of(event)) for event in events)
+    assert sorted(verified_ids(first, one.secret)) == expected
+    assert sorted(verified_ids(second, two.secret)) == expected
+    assert world.queued() == [] and world.delayed() == 0
+    assert world.delivery_items() == 0
+    batch_id = world.claim_batch(event_id_of(events[0]))
+    assert {world.claim_batch(event_id_of(event)) for event in events} == {batch_id}
+    for issued in (one, two):
+        subscription_id = issued.subscription.subscription_id
+        [stored] = world.pages().newest(subscription_id)
+        assert stored.page.batch_id == batch_id
+        assert sorted(s.event_id for s in stored.page.successes) == sorted(
+            event_id_of(event) for event in events
+        )
+        assert {s.status_code for s in stored.page.successes} == {200}
+        record = stored.records()[0]
+        assert record.delivery_id == delivery_id_for(record.event_id, subscription_id)
+
+
+# -- a failed first attempt goes to the deliver function ---------------------------------------
+
+
+def test_a_failed_first_attempt_is_recorded_and_the_deliver_function_makes_attempt_2(
+    world_factory: Any,
+) -> None:
+    # Attempt 2 one second after attempt 1, so that the test waits for the real DelaySeconds.
+    world = world_factory(JOBHOOKS_RETRY_SCHEDULE="0,1,300")
+    receiver = world.bench.receiver(Reply(500, b"boom"), Reply(200))
+    issued = world.bench.subscribe(receiver)
+    event = world.event()
+
+    assert accepted(world.run(event))
+
+    delivery_id = delivery_id_for(event_id_of(event), issued.subscription.subscription_id)
+    record = world.bench.log.find(delivery_id)
+    assert record is not None
+    assert record.status is DeliveryStatus.PENDING
+    assert attempts_of(record) == [(1, 500, None)]
+    assert world.queued() == []  # hidden for the schedule's delay after attempt 1
+    assert world.delayed() == 1
+    time.sleep(1.5)
+    stats = world.bench.run_batch()
+
+    assert (stats.succeeded, stats.failed) == (1, 0)
+    record = world.bench.log.find(delivery_id)
+    assert record is not None
+    assert record.status is DeliveryStatus.SUCCEEDED
+    assert attempts_of(record) == [(1, 500, None), (2, 200, None)]
+    assert verified_ids(receiver, issued.secret) == [webhook_id_for(event_id_of(event))] * 2
+    assert world.pages().newest(issued.subscription.subscription_id) == []
+
+
+# -- tenants apart: the deadline, concurrency and the breaker ----------------------------------
+
+
+def test_a_hanging_receiver_neither_delays_another_nor_costs_the_next_batches_a_deadline(
+    world_factory: Any,
+) -> None:
+    world = world_factory(JOBHOOKS_FIRST_ATTEMPT_SECONDS="2")
+    slow = world.bench.receiver(default=Reply(hang=True))
+    fast = world.bench.receiver()
+    hanging = world.bench.subscribe(slow, tenant="slowcorp")
+    quick = world.bench.subscribe(fast, tenant="acme")
+    slow_event, fast_event = world.event("slowcorp"), world.event("acme")
+
+    started = time.monotonic()
+    assert accepted(world.run(slow_event, fast_event))
+    took = time.monotonic() - started
+
+    [request] = fast.requests
+    assert request.received_at - started < 1.0  # well before the 2 s deadline
+    assert 1.9 < took < 6
+    assert slow.count == 1
+    record = world.bench.log.find(
+        delivery_id_for(event_id_of(slow_event), hanging.subscription.subscription_id)
+    )
+    assert record is not None and attempts_of(record) == [(1, None, "timeout")]
+    assert world.delayed() == 1  # the slow one's task, for the deliver function
+    assert quick.subscription.subscription_id not in {t.subscription_id for t in world.queued()}
+
+    # The breaker is open: no POST, no wait, the task goes straight to the queue.
+    started = time.monotonic()
+    again = world.event("slowcorp")
+    assert accepted(world.run(again, world.event("acme")))
+    assert time.monotonic() - started < 1.5
+    assert slow.count == 1
+    assert fast.count == 2
+    # (The first batch's task, delayed, may have become visible meanwhile on a slow machine.)
+    [task] = [task for task in world.queued() if task.attempts_made == 0]
+    assert task.event_id == event_id_of(again)
+
+    # Once the breaker's time has passed, the slow receiver gets a first attempt again.
+    world.breaker_clock.now += 61
+    assert accepted(world.run(world.event("slowcorp")))
+    assert slow.count == 2
+
+
+# -- 410, disabled subscriptions ----------------------------------------------------------------
+
+
+def test_a_410_on_the_first_attempt_disables_the_subscription_and_enqueues_nothing(
+    world: World,
+) -> None:
+    receiver = world.bench.receiver(Reply(410, b"gone"))
+    issued = world.bench.subscribe(receiver)
+    event = world.event()
+
+    assert accepted(world.run(event))
+
+    subscription_id = issued.subscription.subscription_id
+    assert world.bench.store.get(subscription_id).status is SubscriptionStatus.DISABLED
+    record = world.bench.log.find(delivery_id_for(event_id_of(event), subscription_id))
+    assert record is not None
+    assert record.status is DeliveryStatus.GONE
+    assert attempts_of(record) == [(1, 410, None)]
+    assert world.queued() == [] and world.delayed() == 0
+    # The next batch no longer matches it (the 410 cleared ingest's matching cache).
+    assert accepted(world.run(world.event()))
+    assert receiver.count == 1 and world.queued() == []
+
+
+@dataclass
+class AsStored:
+    """A matcher that answers with the subscriptions as stored now, disabled ones included:
+    what a matching cache filled before an operator disabled one gives, made visible."""
+
+    bench: DeliveryBench
+    subscription_ids: tuple[str, ...]
+
+    def matching(self, tenant_id: str, event_type: str) -> Sequence[Subscription]:
+        return [self.bench.store.get(s) for s in self.subscription_ids]
+
+
+def test_a_disabled_subscriptions_task_is_enqueued_unattempted_and_parked_by_deliver(
+    world: World,
+) -> None:
+    receiver = world.bench.receiver()
+    issued = world.bench.subscribe(receiver)
+    subscription_id = issued.subscription.subscription_id
+    world.bench.store.disable(subscription_id, "disabled by the tenant")
+    world.ingest.subscriptions = AsStored(world.bench, (subscription_id,))
+    event = world.event()
+
+    assert accepted(world.run(event))
+
+    assert receiver.count == 0
+    assert world.delivery_items() == 0
+    world.bench.run_batch()
+    [parked] = world.bench.parked()
+    summary = ParkingSummary.from_message_attributes(parked["MessageAttributes"])
+    assert summary is not None and summary.reason is ParkReason.SUBSCRIPTION_DISABLED
+    assert DeliveryTask.from_json(parked["Body"]).attempts_made == 0
+    record = world.bench.log.find(delivery_id_for(event_id_of(event), subscription_id))
+    assert record is not None and record.status is DeliveryStatus.PARKED
+    assert receiver.count == 0
+
+
+# -- failures after the POSTs, retries and duplicates -------------------------------------------
+
+
+def test_a_page_write_failure_releases_the_claim_and_the_retry_posts_again_with_the_same_id(
+    world: World,
+) -> None:
+    receiver = world.bench.receiver()
+    issued = world.bench.subscribe(receiver)
+    event = world.event()
+    world.faults.times = 1
+
+    [failed] = world.run(event)
+
+    assert isinstance(failed, Exception)
+    assert receiver.count == 1
+    assert world.claim_state(event_id_of(event)) is None  # released: the retry starts at once
+
+    [retried] = world.run(event)
+
+    assert isinstance(retried, IngestResult) and retried.outcome is IngestOutcome.ACCEPTED
+    webhook_id = webhook_id_for(event_id_of(event))
+    assert verified_ids(receiver, issued.secret) == [webhook_id, webhook_id]
+    assert world.claim_state(event_id_of(event)) == "done"
+    [stored] = world.pages().newest(issued.subscription.subscription_id)
+    assert [s.event_id for s in stored.page.successes] == [event_id_of(event)]
+    assert world.queued() == [] and world.delivery_items() == 0
+
+    # A duplicate of the done event makes no POST.
+    [duplicate] = world.run(event)
+
+    assert isinstance(duplicate, IngestResult) and duplicate.outcome is IngestOutcome.DUPLICATE
+    assert receiver.count == 2
+
+
+def test_an_event_whose_failed_attempt_cannot_be_recorded_retries_and_is_paged_only_then(
+    world: World,
+) -> None:
+    fine, failing = world.bench.receiver(), world.bench.receiver(default=Reply(500))
+    ok, bad = world.bench.subscribe(fine), world.bench.subscribe(failing)
+    first, second = world.event(), world.event()
+    # The first failed attempt's record (an UpdateItem on DeliveriesTable) is refused.
+    world.faults.operation, world.faults.times = "UpdateItem", 1
+
+    results = world.run(first, second)
+
+    assert [isinstance(result, Exception) for result in results] == [True, False]
+    [page] = world.pages().newest(ok.subscription.subscription_id)
+    # Only the event that will not be retried: the other one pages its success when it is.
+    assert [s.event_id for s in page.page.successes] == [event_id_of(second)]
+    assert world.claim_state(event_id_of(first)) is None
+
+    world.breaker_clock.now += 61  # the failing receiver's circuit opened: let it close
+    assert accepted(world.run(first))
+
+    newest, older = world.pages().newest(ok.subscription.subscription_id)
+    assert [s.event_id for s in newest.page.successes] == [event_id_of(first)]
+    assert older == page
+    record = world.bench.log.find(
+        delivery_id_for(event_id_of(first), bad.subscription.subscription_id)
+    )
+    assert record is not None and attempts_of(record) == [(1, 500, None)]

@@ -1,0 +1,187 @@
+"""The first-attempt dispatcher's deadline and its decisions (jobhooks.ingest.first_attempt).
+
+The POSTs themselves are the deliver function's (tested against loopback receivers in
+tests/integration/test_ingest_first_attempts.py); here a poster that takes as long as it is
+allowed shows how the phase's deadline is shared out.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+import pytest
+from jobhooks.delivery.model import PostError, PostResult
+from jobhooks.delivery.retry_schedule import RetrySchedule
+from jobhooks.delivery_task import DeliveryTask, delivery_task_for
+from jobhooks.ingest.first_attempt import (
+    FirstAttemptDispatcher,
+    FirstAttemptResult,
+    NotAttemptedReason,
+)
+from jobhooks.subscriptions import EventType, Subscription, SubscriptionStatus
+from jobhooks.webhook_signature import generate_secret
+
+NOW = datetime(2026, 7, 13, 18, 4, 11, tzinfo=UTC)
+
+
+class Secrets:
+    def signing_secrets(self, subscription: Subscription, now: datetime | None = None) -> list[str]:
+        return [generate_secret()]
+
+    def get(self, subscription_id: str, *, tenant_id: str | None = None) -> Subscription:
+        raise NotImplementedError
+
+    def disable(
+        self, subscription_id: str, reason: str, *, tenant_id: str | None = None
+    ) -> Subscription:
+        raise NotImplementedError
+
+
+class UsesItsWholeTimeout:
+    """Answers 500 at once, or (`hang`) never: the POST ends when its timeout does."""
+
+    def __init__(self, *, hang: bool) -> None:
+        self.hang = hang
+        self.timeouts: list[float | None] = []
+        self._lock = threading.Lock()
+
+    def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], *, timeout: float | None = None
+    ) -> PostResult:
+        with self._lock:
+            self.timeouts.append(timeout)
+        if not self.hang:
+            return PostResult(500, None, None, 1)
+        time.sleep(timeout or 0)
+        return PostResult(None, PostError.TIMEOUT, "deadline", round((timeout or 0) * 1000))
+
+
+def subscription(n: int, **changes: object) -> Subscription:
+    made = Subscription(
+        subscription_id=f"sub_acme_{n}",
+        tenant_id="acme",
+        url="https://example.com/hook",
+        event_types=(EventType.JOB_COMPLETED,),
+        created_at=NOW,
+        updated_at=NOW,
+        data_key=b"",
+    )
+    return made.model_copy(update=changes) if changes else made
+
+
+def task_for(subscription: Subscription, event: str = "e") -> DeliveryTask:
+    return delivery_task_for(
+        event_id=f"fetcher.job.completed.{event}",
+        tenant_id="acme",
+        event_type="job.completed",
+        payload="{}",
+        subscription_id=subscription.subscription_id,
+    )
+
+
+def dispatcher(poster: UsesItsWholeTimeout, **options: object) -> FirstAttemptDispatcher:
+    return FirstAttemptDispatcher(
+        subscriptions=Secrets(),
+        client=poster,
+        random_source=lambda: 0.5,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize(
+    ("remaining_ms", "phase"),
+    [(None, 30.0), (40_000, 30.0), (35_000, 25.0), (6_000, 4.0), (0, 0.0)],
+)
+def test_the_phase_leaves_the_writes_ten_seconds_or_a_third_of_what_remains(
+    remaining_ms: int | None, phase: float
+) -> None:
+    longest = dispatcher(UsesItsWholeTimeout(hang=False), phase_seconds=30.0)
+    assert longest.phase_seconds(remaining_ms) == phase
+
+
+def test_each_post_gets_what_is_left_of_the_phase_at_most_the_post_timeout() -> None:
+    poster = UsesItsWholeTimeout(hang=False)
+    first = dispatcher(poster, phase_seconds=5.0, post_timeout_seconds=2.0)
+    first.attempt([(task_for(subscription(1)), subscription(1))])
+    short = dispatcher(poster, phase_seconds=1.0, post_timeout_seconds=2.0)
+    short.attempt([(task_for(subscription(2)), subscription(2))])
+
+    assert poster.timeouts[0] == 2.0
+    assert poster.timeouts[1] is not None and 0.9 < poster.timeouts[1] <= 1.0
+
+
+def test_a_post_that_cannot_start_before_the_deadline_is_not_attempted() -> None:
+    poster = UsesItsWholeTimeout(hang=True)
+    one_at_a_time = dispatcher(poster, phase_seconds=0.5, concurrency=1)
+    a, b = subscription(1), subscription(2)
+
+    started = time.monotonic()
+    batch = one_at_a_time.attempt([(task_for(a), a), (task_for(b), b)])
+
+    assert time.monotonic() - started < 1.5
+    hung, waited = batch.outcomes
+    assert (hung.result, hung.attempt and hung.attempt.error) == (
+        FirstAttemptResult.FAILED,
+        "timeout",
+    )
+    assert (waited.result, waited.not_attempted) == (
+        FirstAttemptResult.NOT_ATTEMPTED,
+        NotAttemptedReason.DEADLINE,
+    )
+    assert one_at_a_time.breaker.is_open(a.subscription_id)
+    assert not one_at_a_time.breaker.is_open(b.subscription_id)
+
+
+def test_disabled_or_foreign_subscriptions_are_not_attempted_and_no_time_means_no_post() -> None:
+    poster = UsesItsWholeTimeout(hang=False)
+    first = dispatcher(poster)
+    disabled = subscription(1, status=SubscriptionStatus.DISABLED)
+    foreign = subscription(2, tenant_id="globex")
+
+    batch = first.attempt([(task_for(disabled), disabled), (task_for(foreign), foreign)])
+    no_time = first.attempt([(task_for(subscription(3)), subscription(3))], remaining_ms=0)
+
+    assert [o.not_attempted for o in batch.outcomes + no_time.outcomes] == [
+        NotAttemptedReason.SUBSCRIPTION_DISABLED,
+        NotAttemptedReason.TENANT_MISMATCH,
+        NotAttemptedReason.DEADLINE,
+    ]
+    assert poster.timeouts == []
+
+
+def test_a_failure_waits_the_schedules_delay_capped_at_900_s_or_parks_with_one_attempt() -> None:
+    poster = UsesItsWholeTimeout(hang=False)
+    a = subscription(1)
+    long_wait = dispatcher(poster, schedule=RetrySchedule.parse("0,3600"))
+    one_attempt = dispatcher(poster, schedule=RetrySchedule.parse("0"))
+    default = dispatcher(poster)
+
+    [capped] = long_wait.attempt([(task_for(a), a)]).outcomes
+    [parked] = one_attempt.attempt([(task_for(a), a)]).outcomes
+    [retried] = default.attempt([(task_for(a), a)]).outcomes
+
+    assert capped.retry_in_seconds == 900
+    assert (parked.result, parked.retry_in_seconds) == (FirstAttemptResult.FAILED, None)
+    assert retried.retry_in_seconds == 5  # jitter drawn at the middle: the schedule's 5 s
+
+
+class Raises:
+    def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], *, timeout: float | None = None
+    ) -> PostResult:
+        raise RuntimeError("a bug in the client")
+
+
+def test_an_attempt_that_raises_leaves_its_task_to_the_deliver_function() -> None:
+    broken = FirstAttemptDispatcher(subscriptions=Secrets(), client=Raises())
+    a = subscription(1)
+
+    [outcome] = broken.attempt([(task_for(a), a)]).outcomes
+
+    assert (outcome.result, outcome.not_attempted) == (
+        FirstAttemptResult.NOT_ATTEMPTED,
+        NotAttemptedReason.ERROR,
+    )
