@@ -92,6 +92,9 @@ def test_claims_are_kept_the_freshness_window_plus_the_ingest_queue_retention() 
         }
     )
     assert changed.claim_retention_seconds == 31 * 86400
+    # Deliveries kept longer (AttemptLogDays): so are the claims that lead to them.
+    longer = IngestSettings.from_env({**REQUIRED, "JOBHOOKS_ATTEMPT_LOG_DAYS": "90"})
+    assert longer.claim_retention_seconds == 90 * 86400
     with pytest.raises(ConfigurationError, match="JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS"):
         IngestSettings.from_env({**REQUIRED, "JOBHOOKS_INGEST_QUEUE_RETENTION_SECONDS": "0"})
 

@@ -122,9 +122,12 @@ class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSet
 
     @property
     def claim_retention_seconds(self) -> int:
+        # At least as long as the deliveries: a first-attempt success is found through its
+        # claim's batch, so the claim must outlive the page (AttemptLogDays).
         return claim_retention_seconds(
             freshness_window_seconds=self.dedup_retention_seconds,
             queue_retention_seconds=self.ingest_queue_retention_seconds,
+            delivery_retention_seconds=int(self.attempt_log_days * SECONDS_PER_DAY),
         )
 
     @property
