@@ -91,10 +91,6 @@ def portal(rabbitmq: RabbitMQBroker, tmp_path_factory: pytest.TempPathFactory) -
             broker=rabbitmq,
             shovel="thread",
             parameters={"RetrySchedule": "0,1,1,2"},
-            # The portal lists deliveries from the attempt log here: ingest makes no first
-            # attempt, so every delivery has its record (first-attempt pages are read through
-            # `jobhooks.delivery.history`).
-            environment={"JOBHOOKS_FIRST_ATTEMPT_SECONDS": "0"},
             log_path=tmp_path_factory.mktemp("browser") / "stack.log",
         )
     )

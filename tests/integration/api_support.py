@@ -320,14 +320,13 @@ class Bridge:
     sqs: Any
 
     @classmethod
-    def start(cls, resources: Any, *, first_attempts: bool = False) -> Bridge:
+    def start(cls, resources: Any, *, first_attempts: bool = True) -> Bridge:
         """Load both functions from `functions/` with the current environment.
 
-        Without `first_attempts` the ingest function makes none (`JOBHOOKS_FIRST_ATTEMPT_SECONDS`
-        0): every delivery goes through the deliver function and its attempt log, which is what
-        these operator tests read. Ingest's first attempts are tested in
-        test_ingest_first_attempts.py; the operator view of their pages is
-        `jobhooks.delivery.history`'s.
+        Ingest makes the first attempt of every delivery, as deployed: the operator view reads
+        the first-attempt successes from their pages and everything else from the attempt log
+        (`jobhooks.delivery.history`). Without `first_attempts` (`JOBHOOKS_FIRST_ATTEMPT_SECONDS`
+        0) every delivery goes through the deliver function and its attempt log.
         """
         import boto3
 

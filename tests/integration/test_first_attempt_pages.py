@@ -52,16 +52,20 @@ def test_batch_ids_sort_as_their_times() -> None:
     assert batch_time("0123abcd.0") is None  # a batch id from before ids carried a time
 
 
-def test_delivery_ids_name_their_event_and_subscription() -> None:
+def test_delivery_ids_name_their_event_and_tag_their_subscription() -> None:
     event_id = "fetcher.job.failed.0197a3f2-7c1e-7d33-9a51-000000000001"
     delivery_id = delivery_id_for(event_id, "sub_Ab-_9")
     assert delivery_id.startswith("dlv_")
-    assert parse_delivery_id(delivery_id) == (event_id, "sub_Ab-_9")
+    named = parse_delivery_id(delivery_id)
+    assert named is not None
+    assert named.event_id == event_id
+    assert named.is_for("sub_Ab-_9")
+    assert not named.is_for("sub_other")
     assert delivery_id_for(event_id, "sub_Ab-_9") == delivery_id  # derived: a re-fan-out agrees
     assert delivery_id_for(event_id, "sub_other") != delivery_id
     assert parse_delivery_id("dlv_" + "0" * 32) is None  # an older, hashed id
     assert parse_delivery_id(delivery_id + "=") is None
-    assert parse_delivery_id(delivery_id.replace(".sub_", "=.sub_")) is None
+    assert parse_delivery_id(delivery_id.replace(".", "=.")) is None
 
 
 def test_ten_successes_are_one_item_under_one_write_unit(
@@ -138,15 +142,19 @@ def test_more_pages_than_one_call_takes_are_all_written(log: FirstAttemptLog) ->
 )
 def test_every_event_id_comes_back_from_its_delivery_id(event_id: str) -> None:
     delivery_id = delivery_id_for(event_id, "sub_a")
-    assert parse_delivery_id(delivery_id) == (event_id, "sub_a")
+    named = parse_delivery_id(delivery_id)
+    assert named is not None
+    assert named.event_id == event_id
+    assert named.is_for("sub_a")
     assert re.fullmatch(DELIVERY_ID_PATTERN, delivery_id)
 
 
-def test_a_fetcher_event_makes_a_short_delivery_id() -> None:
-    # The CLI's tables show ids whole: a Fetcher ce-id's UUID is carried as its 16 bytes.
+def test_a_fetcher_event_makes_a_delivery_id_as_short_as_the_hashed_ones() -> None:
+    # The CLI's tables show ids whole, in 80 columns: a Fetcher ce-id's UUID is carried as its
+    # 16 bytes, the subscription as a tag.
     event_id = "fetcher.job.completed.0197a3f2-7c1e-7d33-9a51-3c5e0f1b2a4d"
     delivery_id = delivery_id_for(event_id, "sub_" + "A" * 22)
-    assert len(delivery_id) == 54
+    assert len(delivery_id) == len("dlv_" + "0" * 32) == 36
     assert delivery_id_for("fetcher.job.failed" + event_id[21:], "sub_a") != delivery_id_for(
         event_id, "sub_a"
     )

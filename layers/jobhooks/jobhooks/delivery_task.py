@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import hashlib
 import json
 import re
 import uuid
@@ -97,7 +98,11 @@ QueuedTask = DeliveryTask | DelayedTask
 
 
 DELIVERY_ID_PREFIX: Final = "dlv_"
-_SUBSCRIPTION_ID: Final = re.compile(r"sub_[A-Za-z0-9_-]{1,64}")
+# The subscription is named by a tag: 6 bytes of its id's SHA-256 in base64url. The event's claim
+# lists its subscriptions, and the tag tells which (48 bits: no two of an event's subscriptions
+# share one in practice, and the whole derived id is compared to be sure).
+_SUBSCRIPTION_TAG: Final = re.compile(r"[A-Za-z0-9_-]{8}")
+_TAG_BYTES: Final = 6
 # A Fetcher ce-id with a UUID job id is carried in 23 characters: its status's initial, then the
 # UUID's 16 bytes in base64url. Any other ce-id is carried whole, in base64url, after `e`.
 _FETCHER_CE_ID: Final = re.compile(r"fetcher\.job\.(completed|failed)\.([0-9a-f-]{36})")
@@ -106,26 +111,43 @@ _MARKED_STATUSES: Final = {mark: status for status, mark in _STATUS_MARKS.items(
 _WHOLE_EVENT_ID_MARK: Final = "e"
 
 
+@dataclass(frozen=True, slots=True)
+class NamedDelivery:
+    """What a delivery id says: its event, and a tag of its subscription."""
+
+    event_id: str
+    subscription_tag: str
+
+    def is_for(self, subscription_id: str) -> bool:
+        return subscription_tag(subscription_id) == self.subscription_tag
+
+
 def delivery_id_for(event_id: str, subscription_id: str) -> str:
-    """`dlv_<event part>.<subscription id>`: URL-safe, and reversible (`parse_delivery_id`).
+    """`dlv_<event part>.<subscription tag>`: URL-safe, and the event readable back
+    (`parse_delivery_id`); 36 characters for a Fetcher ce-id, like the hashed ids before.
 
-    The event part is a mark and base64url (no `.`); subscription ids (`sub_` and base64url)
-    have no `.` either, so the first `.` splits the id. A Fetcher ce-id makes a 54-character id.
+    The event part is a mark and base64url, the tag base64url: neither has a `.`, which splits
+    the id.
     """
-    return f"{DELIVERY_ID_PREFIX}{_event_part(event_id)}.{subscription_id}"
+    return f"{DELIVERY_ID_PREFIX}{_event_part(event_id)}.{subscription_tag(subscription_id)}"
 
 
-def parse_delivery_id(delivery_id: str) -> tuple[str, str] | None:
-    """(event id, subscription id) of a delivery id; None for a hashed (older) or foreign id."""
+def subscription_tag(subscription_id: str) -> str:
+    return _base64url(hashlib.sha256(subscription_id.encode("utf-8")).digest()[:_TAG_BYTES])
+
+
+def parse_delivery_id(delivery_id: str) -> NamedDelivery | None:
+    """The event and subscription tag of a delivery id; None for a hashed (older) or foreign
+    id. Which subscription the tag names, the event's claim says (its subscription ids)."""
     if not delivery_id.startswith(DELIVERY_ID_PREFIX):
         return None
-    event_part, dot, subscription_id = delivery_id[len(DELIVERY_ID_PREFIX) :].partition(".")
-    if not dot or not _SUBSCRIPTION_ID.fullmatch(subscription_id):
+    event_part, dot, tag = delivery_id[len(DELIVERY_ID_PREFIX) :].partition(".")
+    if not dot or not _SUBSCRIPTION_TAG.fullmatch(tag):
         return None
     event_id = _event_id_of(event_part)
-    if event_id is None or delivery_id_for(event_id, subscription_id) != delivery_id:
+    if event_id is None or _event_part(event_id) != event_part:
         return None  # not the canonical form (padding, stray characters): not ours
-    return event_id, subscription_id
+    return NamedDelivery(event_id, tag)
 
 
 def _event_part(event_id: str) -> str:

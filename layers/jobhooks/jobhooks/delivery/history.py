@@ -120,11 +120,11 @@ class DeliveryHistory:
         while remaining and len(found) <= limit:
             size = min(MAX_BATCH_GET_KEYS, limit + 1 - len(found))
             chunk, remaining = remaining[:size], remaining[size:]
-            ids = [delivery_id_for(event_id, s) for s in chunk]
-            records = self._attempt_log.get_many(ids)
-            for delivery_id in ids:
+            ids = {delivery_id_for(event_id, s): s for s in chunk}
+            records = self._attempt_log.get_many(list(ids))
+            for delivery_id, subscription in ids.items():
                 delivery = whole_delivery(
-                    reads.first_attempt(delivery_id), records.get(delivery_id)
+                    reads.first_attempt(delivery_id, subscription), records.get(delivery_id)
                 )
                 if delivery is None:
                     continue
@@ -200,7 +200,7 @@ class DeliveryHistory:
                 continue
             if tenant_id is not None and record.tenant_id != tenant_id:
                 continue
-            if reads.first_attempt(record.delivery_id) is not None:
+            if reads.first_attempt(record.delivery_id, record.subscription_id) is not None:
                 continue
             yield record
 
@@ -270,15 +270,32 @@ class _Reads:
     def remember(self, stored: StoredPage) -> None:
         self._page_of[(stored.page.subscription_id, stored.page.batch_id)] = stored
 
-    def first_attempt(self, delivery_id: str) -> DeliveryRecord | None:
-        """The delivery's first attempt as its page keeps it, if it succeeded and is kept."""
+    def first_attempt(
+        self, delivery_id: str, subscription_id: str | None = None
+    ) -> DeliveryRecord | None:
+        """The delivery's first attempt as its page keeps it, if it succeeded and is kept.
+
+        `subscription_id`, when the caller knows it; otherwise the event's claim lists the
+        subscriptions, and the id's tag says which.
+        """
         named = parse_delivery_id(delivery_id)
         if named is None:
             return None  # an id from before ids named their event: a record, never a page
-        event_id, subscription_id = named
+        event_id = named.event_id
         claim = self.claim(event_id)
         if claim is None or claim.batch_id is None or batch_time(claim.batch_id) is None:
             return None  # no claim kept, or one made before first attempts
+        candidates = (subscription_id,) if subscription_id else claim.subscription_ids or ()
+        subscription_id = next(
+            (
+                s
+                for s in candidates
+                if named.is_for(s) and delivery_id_for(event_id, s) == delivery_id
+            ),
+            None,
+        )
+        if subscription_id is None:
+            return None
         stored = self.page(subscription_id, claim.batch_id)
         success = stored.page.find(event_id) if stored is not None else None
         if stored is None or success is None:

@@ -31,8 +31,8 @@ from jobhooks.subscriptions.model import (
 # a mistyped id is a 422 that says so, never a confusing error from DynamoDB.
 SUBSCRIPTION_ID_PATTERN: Final = r"^sub_[A-Za-z0-9_-]{1,64}$"
 # A delivery id names its event (a mark and base64url: at most 684 characters for a 512-character
-# ce-id) and its subscription; ids made before that are a hash (`jobhooks.delivery_task`).
-DELIVERY_ID_PATTERN: Final = r"^dlv_([0-9a-f]{32}|[A-Za-z0-9_-]{2,684}\.sub_[A-Za-z0-9_-]{1,64})$"
+# ce-id) and tags its subscription; ids made before that are a hash (`jobhooks.delivery_task`).
+DELIVERY_ID_PATTERN: Final = r"^dlv_([0-9a-f]{32}|[A-Za-z0-9_-]{2,684}\.[A-Za-z0-9_-]{8})$"
 QUARANTINE_ID_PATTERN: Final = r"^q_[0-9a-f]{32}$"
 # A `ce-id` (fetcher.job.<status>.<job id>): the characters that are safe in a path segment.
 EVENT_ID_PATTERN: Final = r"^[A-Za-z0-9._~:@+=-]{1,512}$"
