@@ -359,7 +359,9 @@ def emf_blobs(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.startswith('{"_aws"')]
 
 
-def _report_one_rejection_and_one_unmatched_event(telemetry: PowertoolsTelemetry) -> None:
+def _report_one_rejection_and_one_unmatched_event(
+    telemetry: PowertoolsTelemetry, *, end_batch: bool = True
+) -> None:
     telemetry.record_started(InboundMessage("{}", "m", NOW))
     telemetry.rejected(
         QuarantinedMessage(
@@ -385,6 +387,24 @@ def _report_one_rejection_and_one_unmatched_event(telemetry: PowertoolsTelemetry
             matched=0,
         )
     )
+    if end_batch:
+        telemetry.batch_ingested([])  # as the service ends every batch: the counts go out
+
+
+def test_a_batchs_counts_go_out_once_each_as_their_sums(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # EMF writes one value per add: ten 1.0s per metric and invocation were log bytes for nothing.
+    metrics = Metrics(namespace="jobhooks", service="jobhooks-test")
+    metrics.clear_metrics()
+    telemetry = PowertoolsTelemetry(Logger(service="jobhooks-test"), metrics)
+    for n in range(3):
+        telemetry.record_started(InboundMessage("{}", f"m{n}", NOW))
+    telemetry.batch_ingested([])
+    metrics.flush_metrics()
+
+    (totals,) = emf_blobs(capsys.readouterr().out)
+    assert totals["Received"] == [3.0]
 
 
 def test_rejections_are_counted_in_total_and_per_reason(
@@ -435,7 +455,7 @@ def test_an_invocation_logs_one_info_line_naming_its_accepted_events(
     metrics.clear_metrics()
     telemetry = PowertoolsTelemetry(Logger(service="jobhooks-test", level="INFO"), metrics)
     caplog.set_level("INFO")
-    _report_one_rejection_and_one_unmatched_event(telemetry)
+    _report_one_rejection_and_one_unmatched_event(telemetry, end_batch=False)
 
     telemetry.batch_ingested(
         [
