@@ -185,3 +185,33 @@ def test_an_attempt_that_raises_leaves_its_task_to_the_deliver_function() -> Non
         FirstAttemptResult.NOT_ATTEMPTED,
         NotAttemptedReason.ERROR,
     )
+
+
+class AnswersAfter:
+    """Answers 200 after `seconds`, as a receiver across the internet would."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], *, timeout: float | None = None
+    ) -> PostResult:
+        time.sleep(self.seconds)
+        return PostResult(200, None, None, round(self.seconds * 1000))
+
+
+def test_a_full_batch_to_two_subscriptions_is_posted_in_one_wave_by_default() -> None:
+    # 10 events to 2 subscriptions: 20 POSTs. Each wave is one more answer time of duration.
+    from jobhooks.ingest.settings import IngestSettings
+
+    concurrency = IngestSettings.model_fields["first_attempt_concurrency"].default
+    assert concurrency >= 20
+    subscriptions = [subscription(1), subscription(2)]
+    pairs = [(task_for(s, f"e{n}"), s) for n in range(10) for s in subscriptions]
+    default = dispatcher(AnswersAfter(0.3), concurrency=concurrency)  # type: ignore[arg-type]
+
+    started = time.monotonic()
+    batch = default.attempt(pairs)
+
+    assert time.monotonic() - started < 0.55
+    assert [o.result for o in batch.outcomes] == [FirstAttemptResult.SUCCEEDED] * 20

@@ -104,6 +104,9 @@ class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSet
     # 0 turns them off: every delivery goes through the delivery queue, as the management API's
     # in-process ingest does (a deployed stack always makes them: the parameter is 1 to 30).
     first_attempt_seconds: float = Field(5, ge=0, le=30)
+    # An invocation's first attempts all at once: 10 events to 2 subscriptions are 20 POSTs,
+    # and each wave of them is one receiver's answer time more of the function's duration.
+    first_attempt_concurrency: int = Field(32, ge=1, le=100)
 
     @field_validator("fetcher_keys_secret_arn")
     @classmethod

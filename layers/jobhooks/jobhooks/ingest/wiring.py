@@ -128,7 +128,7 @@ def build_first_attempts(
             "template.yaml does)"
         )
     # Every POST thread may decrypt a data key or write at once.
-    pool = settings.delivery_concurrency + 4
+    pool = settings.first_attempt_concurrency + 4
     dynamodb = aws_client("dynamodb", session=session, max_pool_connections=pool)
     return FirstAttempts(
         dispatcher=FirstAttemptDispatcher(
@@ -137,13 +137,13 @@ def build_first_attempts(
                 allow_private_networks=settings.allow_private_webhooks,
                 total_timeout=settings.delivery_timeout_seconds,
                 # A batch POSTs to one receiver from every worker at once: keep what they opened.
-                keep_alive_per_receiver=settings.delivery_concurrency,
+                keep_alive_per_receiver=settings.first_attempt_concurrency,
             ),
             breaker=CircuitBreaker(),
             schedule=settings.retry_schedule,
             phase_seconds=settings.first_attempt_seconds,
             post_timeout_seconds=settings.delivery_timeout_seconds,
-            concurrency=settings.delivery_concurrency,
+            concurrency=settings.first_attempt_concurrency,
             clock=clock,
         ),
         pages=FirstAttemptLog(
