@@ -159,7 +159,7 @@ class IngestService:
         clock: Callable[[], datetime] = utc_now,
         busy_records: BusyRecords | None = None,
         analytics: OutcomeRecorder | None = None,
-        first_attempts: FirstAttempts | None = None,
+        first_attempts: FirstAttempts | Callable[[], FirstAttempts] | None = None,
     ) -> None:
         """`policy` gives the freshness and legacy rules; its keys are replaced by `keys`.
 
@@ -167,7 +167,9 @@ class IngestService:
         operator's re-fan-out or replay, must not: a subscription added a moment ago counts.
         `analytics` writes each accepted event's row; None: analytics is off.
         `first_attempts` makes the first attempt of every delivery here; None: every task is
-        enqueued for the deliver function (the management API's in-process ingest).
+        enqueued for the deliver function (the management API's in-process ingest). A function
+        that builds it is called when the first batch needs it: the HTTP client and its
+        modules then stay out of the function's cold start.
         """
         self.claims = claims
         self.quarantine = quarantine
@@ -182,7 +184,13 @@ class IngestService:
         self._clock = clock
         self.busy_records = busy_records
         self.analytics = analytics
-        self.first_attempts = first_attempts
+        self._first_attempts = first_attempts
+
+    @property
+    def first_attempts(self) -> FirstAttempts | None:
+        if self._first_attempts is not None and not isinstance(self._first_attempts, FirstAttempts):
+            self._first_attempts = self._first_attempts()
+        return self._first_attempts
 
     # -- the ingest path -------------------------------------------------------------------
 

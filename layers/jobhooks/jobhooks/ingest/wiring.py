@@ -15,13 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from jobhooks.analytics.recorder import build_analytics_recorder
-from jobhooks.delivery.attempt_log import AttemptLog
-from jobhooks.delivery.first_attempts import FirstAttemptLog
-from jobhooks.delivery.http_client import make_webhook_client
 from jobhooks.exceptions import ConfigurationError
 from jobhooks.inbound.keys import parse_key_list
 from jobhooks.ingest.busy_records import BusyRecords
-from jobhooks.ingest.circuit_breaker import CircuitBreaker
 from jobhooks.ingest.claims import ClaimStore
 from jobhooks.ingest.fan_out import DeliveryQueue
 from jobhooks.ingest.fetcher_keys import (
@@ -29,7 +25,6 @@ from jobhooks.ingest.fetcher_keys import (
     SecretKeys,
     StaticKeys,
 )
-from jobhooks.ingest.first_attempt import FirstAttemptDispatcher
 from jobhooks.ingest.quarantine import QuarantineStore
 from jobhooks.ingest.service import FirstAttempts, IngestService
 from jobhooks.ingest.settings import IngestSettings
@@ -100,11 +95,42 @@ def build_ingest_service(
         ),
         analytics=build_analytics_recorder(settings, session=session),
         first_attempts=(
-            build_first_attempts(settings, matching, session=session, clock=clock)
+            _first_attempts_when_needed(settings, matching, session=session, clock=clock)
             if first_attempts
             else None
         ),
     )
+
+
+def _first_attempts_when_needed(
+    settings: IngestSettings,
+    subscriptions: SubscriptionStore,
+    *,
+    session: Any = None,
+    clock: Callable[[], datetime] = utc_now,
+) -> Callable[[], FirstAttempts]:
+    """Checks the settings now (a missing variable fails the cold start, naming it) and builds
+    the stage when the first batch needs it: its HTTP client, urllib3 and the delivery modules
+    are about a third of the function's import time (docs/performance.md)."""
+    _check_first_attempt_settings(settings)
+    return functools.cache(
+        functools.partial(
+            build_first_attempts, settings, subscriptions, session=session, clock=clock
+        )
+    )
+
+
+def _check_first_attempt_settings(settings: IngestSettings) -> None:
+    missing = [
+        f"JOBHOOKS_{name.upper()}"
+        for name in ("first_attempts_table", "deliveries_table", "delivery_dlq_url")
+        if not getattr(settings, name)
+    ]
+    if missing:
+        raise ConfigurationError(
+            f"{', '.join(missing)}: required when ingest makes the first attempts (set it as "
+            "template.yaml does)"
+        )
 
 
 def build_first_attempts(
@@ -117,16 +143,13 @@ def build_first_attempts(
     """The first-attempt stage of these settings: the dispatcher with the deliver function's
     HTTP client settings, and the stores it writes to. Raises `ConfigurationError` naming a
     missing variable."""
-    missing = [
-        f"JOBHOOKS_{name.upper()}"
-        for name in ("first_attempts_table", "deliveries_table", "delivery_dlq_url")
-        if not getattr(settings, name)
-    ]
-    if missing:
-        raise ConfigurationError(
-            f"{', '.join(missing)}: required when ingest makes the first attempts (set it as "
-            "template.yaml does)"
-        )
+    from jobhooks.delivery.attempt_log import AttemptLog
+    from jobhooks.delivery.first_attempts import FirstAttemptLog
+    from jobhooks.delivery.http_client import make_webhook_client
+    from jobhooks.ingest.circuit_breaker import CircuitBreaker
+    from jobhooks.ingest.first_attempt import FirstAttemptDispatcher
+
+    _check_first_attempt_settings(settings)
     # Every POST thread may decrypt a data key or write at once.
     pool = settings.first_attempt_concurrency + 4
     dynamodb = aws_client("dynamodb", session=session, max_pool_connections=pool)
