@@ -71,6 +71,12 @@ class ClaimReader(Protocol):
     def get(self, event_id: str) -> EventRecord | None: ...
 
 
+class PageReader(Protocol):
+    """Reads one first-attempt page (`FirstAttemptLog` implements it)."""
+
+    def get(self, subscription_id: str, batch_id: str) -> StoredPage | None: ...
+
+
 class DeliveryHistory:
     """The management side's reads of deliveries (module docstring)."""
 
@@ -250,25 +256,12 @@ class DeliveryHistory:
 class _Reads:
     """The claims and pages one request has read: each is read at most once."""
 
-    def __init__(self, claims: ClaimReader, first_attempts: FirstAttemptLog) -> None:
-        self._claims = claims
-        self._first_attempts = first_attempts
-        self._claim_of: dict[str, EventRecord | None] = {}
-        self._page_of: dict[tuple[str, str], StoredPage | None] = {}
-
-    def claim(self, event_id: str) -> EventRecord | None:
-        if event_id not in self._claim_of:
-            self._claim_of[event_id] = self._claims.get(event_id)
-        return self._claim_of[event_id]
-
-    def page(self, subscription_id: str, batch_id: str) -> StoredPage | None:
-        key = (subscription_id, batch_id)
-        if key not in self._page_of:
-            self._page_of[key] = self._first_attempts.get(subscription_id, batch_id)
-        return self._page_of[key]
+    def __init__(self, claims: ClaimReader, first_attempts: PageReader) -> None:
+        self.claims = _CachedClaims(claims)
+        self.pages = _CachedPages(first_attempts)
 
     def remember(self, stored: StoredPage) -> None:
-        self._page_of[(stored.page.subscription_id, stored.page.batch_id)] = stored
+        self.pages.remember(stored)
 
     def first_attempt(self, delivery_id: str) -> DeliveryRecord | None:
         """The delivery's first attempt as its page keeps it, if it succeeded and is kept."""
@@ -276,19 +269,70 @@ class _Reads:
         if named is None:
             return None  # an id from before ids named their event: a record, never a page
         event_id, subscription_id = named
-        claim = self.claim(event_id)
-        if claim is None or claim.batch_id is None or batch_time(claim.batch_id) is None:
-            return None  # no claim kept, or one made before first attempts
-        stored = self.page(subscription_id, claim.batch_id)
-        success = stored.page.find(event_id) if stored is not None else None
-        if stored is None or success is None:
-            return None
-        return stored.record(success)
+        return first_attempt_success(
+            event_id, subscription_id, claims=self.claims, pages=self.pages
+        )
 
     def is_claimed_page(self, stored: StoredPage, event_id: str) -> bool:
         """Whether `stored` is the page of the batch the event's claim names."""
-        claim = self.claim(event_id)
+        claim = self.claims.get(event_id)
         return claim is not None and claim.batch_id == stored.page.batch_id
+
+
+class _CachedClaims:
+    def __init__(self, claims: ClaimReader) -> None:
+        self._claims = claims
+        self._claim_of: dict[str, EventRecord | None] = {}
+
+    def get(self, event_id: str) -> EventRecord | None:
+        if event_id not in self._claim_of:
+            self._claim_of[event_id] = self._claims.get(event_id)
+        return self._claim_of[event_id]
+
+
+class _CachedPages:
+    def __init__(self, pages: PageReader) -> None:
+        self._pages = pages
+        self._page_of: dict[tuple[str, str], StoredPage | None] = {}
+
+    def get(self, subscription_id: str, batch_id: str) -> StoredPage | None:
+        key = (subscription_id, batch_id)
+        if key not in self._page_of:
+            self._page_of[key] = self._pages.get(subscription_id, batch_id)
+        return self._page_of[key]
+
+    def remember(self, stored: StoredPage) -> None:
+        self._page_of[(stored.page.subscription_id, stored.page.batch_id)] = stored
+
+
+def first_attempt_success(
+    event_id: str, subscription_id: str, *, claims: ClaimReader, pages: PageReader
+) -> DeliveryRecord | None:
+    """The delivery's first attempt as the page of its event's batch keeps it, if ingest made it
+    and it succeeded: the event's claim names the batch (`batch_id`), the (subscription, batch)
+    page holds the success. Two reads; None when either is gone (expired) or holds nothing."""
+    claim = claims.get(event_id)
+    if claim is None or claim.batch_id is None or batch_time(claim.batch_id) is None:
+        return None  # no claim kept, or one made before first attempts
+    stored = pages.get(subscription_id, claim.batch_id)
+    success = stored.page.find(event_id) if stored is not None else None
+    if stored is None or success is None:
+        return None
+    return stored.record(success)
+
+
+class FirstAttemptSuccesses:
+    """The deliver function's view of the pages (`ports.FirstAttemptRecords`): whether ingest's
+    first attempt of a delivery succeeded, for a task the attempt log has no record of."""
+
+    def __init__(self, claims: ClaimReader, first_attempts: PageReader) -> None:
+        self._claims = claims
+        self._pages = first_attempts
+
+    def find(self, event_id: str, subscription_id: str) -> DeliveryRecord | None:
+        return first_attempt_success(
+            event_id, subscription_id, claims=self._claims, pages=self._pages
+        )
 
 
 def whole_delivery(
