@@ -20,7 +20,9 @@ records either way:
   its time. It is the cursor the index listing handed out before pages existed (the last
   delivery's id and time, bound to the subscription): those keep working.
 - **per event.** One delivery per subscription its claim records, by subscription id (the
-  cursor names the last subscription, as before).
+  cursor names the last subscription, as before). A delivery recorded before ids named their
+  event has the older, hashed id (`legacy_delivery_id_for`): both ids are read, and a record
+  under either is the subscription's delivery (under both, the newer id's).
 
 What reads cost: a listing reads a subscription's pages newest first, and the records of their
 entries with one BatchGetItem per batch time. A record listed per subscription is checked for a
@@ -45,7 +47,7 @@ from jobhooks.delivery.attempt_log import BY_SUBSCRIPTION_INDEX, MAX_BATCH_GET_K
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.delivery.first_attempts import FirstAttemptLog, StoredPage, batch_time
 from jobhooks.delivery.model import DeliveryPage, DeliveryRecord
-from jobhooks.delivery_task import delivery_id_for, parse_delivery_id
+from jobhooks.delivery_task import delivery_id_for, legacy_delivery_id_for, parse_delivery_id
 from jobhooks.storage.cursors import decode_cursor, encode_cursor
 from jobhooks.storage.exceptions import InvalidCursorError
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
@@ -124,14 +126,15 @@ class DeliveryHistory:
         found: list[DeliveryRecord] = []
         # One more than asked, so the last page says so instead of handing out a dead cursor.
         while remaining and len(found) <= limit:
-            size = min(MAX_BATCH_GET_KEYS, limit + 1 - len(found))
+            # Two keys a subscription (its id and its legacy id) in one BatchGetItem.
+            size = min(MAX_BATCH_GET_KEYS // 2, limit + 1 - len(found))
             chunk, remaining = remaining[:size], remaining[size:]
-            ids = [delivery_id_for(event_id, s) for s in chunk]
-            records = self._attempt_log.get_many(ids)
-            for delivery_id in ids:
-                delivery = whole_delivery(
-                    reads.first_attempt(delivery_id), records.get(delivery_id)
-                )
+            ids = {s: delivery_id_for(event_id, s) for s in chunk}
+            legacy_ids = {s: legacy_delivery_id_for(event_id, s) for s in chunk}
+            records = self._attempt_log.get_many([*ids.values(), *legacy_ids.values()])
+            for subscription_id, delivery_id in ids.items():
+                record = records.get(delivery_id) or records.get(legacy_ids[subscription_id])
+                delivery = whole_delivery(reads.first_attempt(delivery_id), record)
                 if delivery is None:
                     continue
                 if tenant_id is not None and delivery.tenant_id != tenant_id:
