@@ -344,6 +344,9 @@ DELIVER_GRANTS = {
     },
     arn_of("DeliveryDeadLetterQueue"): {"sqs:SendMessage"},
     arn_of("DeliveriesTable"): {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+    # The duplicate check of a task with no record: the claim, then its batch's page.
+    arn_of("ClaimsTable"): {"dynamodb:GetItem"},
+    arn_of("FirstAttemptsTable"): {"dynamodb:GetItem"},
     arn_of("SubscriptionsTable"): {"dynamodb:GetItem", "dynamodb:PutItem"},
     arn_of("SubscriptionSecretsKey"): {"kms:Decrypt"},
 }  # fmt: skip

@@ -9,7 +9,8 @@ import boto3
 import pytest
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.delivery.first_attempts import new_batch_id
-from jobhooks.delivery.model import DeliveryRecord, DeliveryStatus
+from jobhooks.delivery.model import DeliveryAttempt, DeliveryRecord, DeliveryStatus
+from jobhooks.delivery_task import legacy_delivery_id_for, parse_delivery_id
 from jobhooks.inbound.job_events import read_forwarded_message
 from jobhooks.ingest.model import Duplicate, FanOutPlan
 from jobhooks.ingest.settings import IngestSettings
@@ -174,6 +175,76 @@ def test_an_events_deliveries_come_from_its_page_and_its_records_one_per_subscri
         deliveries.history.list_by_event(
             neighbour.event_id, subscription_ids=subscriptions, cursor=cursor
         )
+
+
+def test_the_legacy_id_is_the_hashed_id_deliveries_had_before_ids_named_their_event() -> None:
+    event_id = "fetcher.job.completed.0b9f6f0e-3c7a-4d59-9a43-6c1f2f0d7e11"
+    # The value the earlier `delivery_id_for` (sha256 of "<event id>\n<subscription id>") gave.
+    assert legacy_delivery_id_for(event_id, "sub_a") == "dlv_b36a405048f6b3dcd1dae1c046c2f6a3"
+    assert parse_delivery_id(legacy_delivery_id_for(event_id, "sub_a")) is None
+
+
+def record_under_legacy_id(
+    deliveries: Deliveries, event: Event, subscription_id: str, status: int
+) -> str:
+    """A delivery recorded before the id change: its record's key is the hashed id."""
+    legacy_id = legacy_delivery_id_for(event.event_id, subscription_id)
+    task = event.task(subscription_id).model_copy(update={"delivery_id": legacy_id})
+    attempt = DeliveryAttempt(n=1, at=deliveries.clock.now, status_code=status, latency_ms=9)
+    succeeded = 200 <= status < 300
+    assert deliveries.log.record_attempt(
+        task, DeliveryStatus.SUCCEEDED if succeeded else DeliveryStatus.PENDING, attempt
+    )
+    return legacy_id
+
+
+def test_deliveries_recorded_under_legacy_ids_are_listed_by_event(
+    deliveries: Deliveries,
+) -> None:
+    subscriptions = ["sub_a", "sub_b", "sub_c", "sub_d"]
+    [event] = deliveries.claim_batch(1, subscriptions)
+    legacy_a = record_under_legacy_id(deliveries, event, "sub_a", 200)
+    record_under_legacy_id(deliveries, event, "sub_b", 500)  # and later under the new id:
+    deliveries.attempt(event, "sub_b", 200, n=2)
+    deliveries.succeed([event], "sub_c")  # a page entry, no record
+    legacy_d = record_under_legacy_id(deliveries, event, "sub_d", 503)
+
+    listed = walk_event(deliveries, event, subscriptions, limit=50)
+
+    assert [d.subscription_id for d in listed] == subscriptions
+    by_subscription = {d.subscription_id: d for d in listed}
+    assert by_subscription["sub_a"].delivery_id == legacy_a
+    assert by_subscription["sub_a"].status is DeliveryStatus.SUCCEEDED
+    # Under both ids, the newer id's record is the delivery.
+    assert by_subscription["sub_b"].delivery_id == event.delivery_id("sub_b")
+    assert [a.status_code for a in by_subscription["sub_b"].attempts] == [200]
+    assert by_subscription["sub_c"].delivery_id == event.delivery_id("sub_c")
+    assert by_subscription["sub_d"].delivery_id == legacy_d
+    assert by_subscription["sub_d"].status is DeliveryStatus.PENDING
+    for limit in (1, 2, 3):
+        assert walk_event(deliveries, event, subscriptions, limit) == listed, limit
+    # A legacy id is still found by id (GetItem on its record).
+    assert deliveries.history.get(legacy_a) == by_subscription["sub_a"]
+
+
+def test_an_events_listing_reads_both_ids_of_more_subscriptions_than_one_call_takes(
+    deliveries: Deliveries,
+) -> None:
+    # 60 subscriptions: 120 keys, more than one BatchGetItem's 100.
+    subscriptions = [f"sub_{n:03d}" for n in range(60)]
+    [event] = deliveries.claim_batch(1, subscriptions)
+    for subscription_id in subscriptions[::2]:
+        record_under_legacy_id(deliveries, event, subscription_id, 200)
+    for subscription_id in subscriptions[1::2]:
+        deliveries.attempt(event, subscription_id, 500)
+
+    listed = walk_event(deliveries, event, subscriptions, limit=100)
+
+    assert [d.subscription_id for d in listed] == subscriptions
+    assert [d.delivery_id for d in listed[:2]] == [
+        legacy_delivery_id_for(event.event_id, subscriptions[0]),
+        event.delivery_id(subscriptions[1]),
+    ]
 
 
 # -- per subscription -----------------------------------------------------------------------------

@@ -19,8 +19,10 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from jobhooks.delivery.first_attempts import FirstAttemptLog
-from jobhooks.delivery.model import DeliveryStatus
+from jobhooks.delivery.model import DeliveryOutcome, DeliveryResult, DeliveryStatus
 from jobhooks.delivery.parking import ParkingSummary, ParkReason
+from jobhooks.delivery.settings import DeliverSettings
+from jobhooks.delivery.wiring import build_deliverer
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
 from jobhooks.ingest.circuit_breaker import CircuitBreaker
 from jobhooks.ingest.claims import ClaimStore
@@ -435,3 +437,87 @@ def test_an_event_whose_failed_attempt_cannot_be_recorded_retries_and_is_paged_o
         delivery_id_for(event_id_of(first), bad.subscription.subscription_id)
     )
     assert record is not None and attempts_of(record) == [(1, 500, None)]
+
+
+# -- re-fan-outs: the deliver function's duplicate check reads the pages -----------------------
+
+
+class RecordedOutcomes:
+    """The deliver function's metrics port, keeping what each batch ended as."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[DeliveryOutcome] = []
+
+    def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> None:
+        self.outcomes.extend(outcomes)
+
+
+def deliver_function(world: World) -> RecordedOutcomes:
+    """Run the bench's queue through the deliver function as its wiring builds it from the
+    template's environment (the `stack` fixture's variables), instead of the bench's own."""
+    recorded = RecordedOutcomes()
+    world.bench.deliverer.close()
+    world.bench.deliverer = build_deliverer(DeliverSettings.from_env(), metrics=recorded)
+    return recorded
+
+
+def test_a_refan_out_of_a_first_attempt_success_is_a_duplicate_and_makes_no_second_post(
+    world: World,
+) -> None:
+    receiver = world.bench.receiver()
+    issued = world.bench.subscribe(receiver)
+    event = world.event()
+    assert accepted(world.run(event))
+    assert receiver.count == 1 and world.delivery_items() == 0
+    recorded = deliver_function(world)
+
+    # A management re-fan-out (POST /events/{id}/refan-out without replay).
+    world.ingest.refan_out(event_id_of(event))
+    stats = world.bench.run_batch()
+
+    assert (stats.received, stats.succeeded, stats.failed) == (1, 1, 0)
+    delivery_id = delivery_id_for(event_id_of(event), issued.subscription.subscription_id)
+    assert [(o.result, o.delivery_id) for o in recorded.outcomes] == [
+        (DeliveryResult.DUPLICATE, delivery_id)
+    ]
+    assert receiver.count == 1
+    assert world.delivery_items() == 0
+    assert world.bench.queue_depth() == 0
+
+
+def test_a_replayed_refan_out_of_a_first_attempt_success_posts_it_again(world: World) -> None:
+    receiver = world.bench.receiver()
+    issued = world.bench.subscribe(receiver)
+    event = world.event()
+    assert accepted(world.run(event))
+    recorded = deliver_function(world)
+
+    world.ingest.refan_out(event_id_of(event), replay=True)
+    world.bench.run_batch()
+
+    assert [o.result for o in recorded.outcomes] == [DeliveryResult.SUCCEEDED]
+    assert verified_ids(receiver, issued.secret) == [webhook_id_for(event_id_of(event))] * 2
+    delivery_id = delivery_id_for(event_id_of(event), issued.subscription.subscription_id)
+    record = world.bench.log.find(delivery_id)
+    assert record is not None and record.status is DeliveryStatus.SUCCEEDED
+
+
+def test_a_task_of_another_subscription_than_the_pages_is_posted(world: World) -> None:
+    # The page holds the first subscription's success only: the second one's task, which
+    # ingest did not attempt (its subscription was made after the event), is delivered.
+    first = world.bench.receiver()
+    world.bench.subscribe(first)
+    event = world.event()
+    assert accepted(world.run(event))
+    second = world.bench.receiver()
+    issued = world.bench.subscribe(second)
+    recorded = deliver_function(world)
+
+    world.ingest.refan_out(event_id_of(event))
+    world.bench.run_batch()
+
+    assert sorted(o.result.value for o in recorded.outcomes) == sorted(
+        [DeliveryResult.DUPLICATE.value, DeliveryResult.SUCCEEDED.value]
+    )
+    assert first.count == 1
+    assert verified_ids(second, issued.secret) == [webhook_id_for(event_id_of(event))]

@@ -18,6 +18,8 @@ from jobhooks.settings import ConfigurationError
 REQUIRED = {
     "JOBHOOKS_DELIVERIES_TABLE": "deliveries",
     "JOBHOOKS_SUBSCRIPTIONS_TABLE": "subscriptions",
+    "JOBHOOKS_CLAIMS_TABLE": "claims",
+    "JOBHOOKS_FIRST_ATTEMPTS_TABLE": "first-attempts",
     "JOBHOOKS_DELIVERY_QUEUE_URL": "https://sqs.example/1/delivery",
     "JOBHOOKS_DELIVERY_DLQ_URL": "https://sqs.example/1/delivery-dlq",
 }
@@ -118,8 +120,12 @@ def test_deliver_settings_name_the_bad_variable(variable: str, value: str) -> No
         DeliverSettings.from_env({**REQUIRED, variable: value})
 
 
-def test_deliver_settings_name_a_missing_table() -> None:
+@pytest.mark.parametrize(
+    "variable",
+    ["JOBHOOKS_DELIVERIES_TABLE", "JOBHOOKS_CLAIMS_TABLE", "JOBHOOKS_FIRST_ATTEMPTS_TABLE"],
+)
+def test_deliver_settings_name_a_missing_table(variable: str) -> None:
     environment = dict(REQUIRED)
-    del environment["JOBHOOKS_DELIVERIES_TABLE"]
-    with pytest.raises(ConfigurationError, match="JOBHOOKS_DELIVERIES_TABLE"):
+    del environment[variable]
+    with pytest.raises(ConfigurationError, match=variable):
         DeliverSettings.from_env(environment)

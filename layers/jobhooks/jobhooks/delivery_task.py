@@ -6,8 +6,8 @@ ids are derived, not random: a repeated fan-out of one event yields the same `de
 is what lets the deliver side drop a duplicate task after a recorded success. A delivery id names
 its event and subscription (`parse_delivery_id`): a first attempt that succeeded has no record of
 its own, and the id is how the management API finds the page that holds it
-(`jobhooks.delivery.first_attempts`). Ids made before that (`dlv_` and 32 hex digits, a hash)
-still name their records.
+(`jobhooks.delivery.first_attempts`). Ids made before that (`dlv_` and 32 hex digits, a hash:
+`legacy_delivery_id_for`) still name their records.
 """
 
 from __future__ import annotations
@@ -148,6 +148,17 @@ def parse_delivery_id(delivery_id: str) -> NamedDelivery | None:
     if event_id is None or _event_part(event_id) != event_part:
         return None  # not the canonical form (padding, stray characters): not ours
     return NamedDelivery(event_id, tag)
+
+
+def legacy_delivery_id_for(event_id: str, subscription_id: str) -> str:
+    """The id deliveries were given before ids named their event: `dlv_` and 32 hex digits.
+
+    For reading only: records written under it are kept for the attempt log's retention after
+    an upgrade, and an event's listing looks for them too (`jobhooks.delivery.history`). No
+    delivery is given this id any more.
+    """
+    digest = hashlib.sha256(f"{event_id}\n{subscription_id}".encode()).hexdigest()
+    return DELIVERY_ID_PREFIX + digest[:32]
 
 
 def _event_part(event_id: str) -> str:

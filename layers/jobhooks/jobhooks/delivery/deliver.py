@@ -4,7 +4,9 @@ For one task (`Deliverer.deliver_task`), in order:
 
 1. a message that is not a `jobhooks.delivery/1` task is parked as `invalid_task`;
 2. a delivery already recorded as succeeded is acked without a POST (duplicate tasks happen),
-   unless the task is a replay that has not succeeded yet under this very SQS message;
+   unless the task is a replay that has not succeeded yet under this very SQS message; so is
+   one the attempt log has no record of whose first attempt, made by ingest, succeeded (its
+   page says so), unless the task is a replay;
 3. the subscription is read (cached for a few seconds in a warm function); a deleted one, or one
    of another tenant, ends the delivery as `failed`; a disabled one parks it;
 4. the task's payload, byte for byte, is POSTed with Standard Webhooks headers signed by every
@@ -55,6 +57,7 @@ from jobhooks.delivery.parking import ParkingSummary, ParkReason, park_delivery
 from jobhooks.delivery.ports import (
     DeliveryLog,
     DeliveryMetrics,
+    FirstAttemptRecords,
     SubscriptionDirectory,
     WebhookPoster,
 )
@@ -92,10 +95,14 @@ class Deliverer:
         post_timeout_seconds: float = 15.0,
         subscription_cache_seconds: float = 0.0,
         metrics: DeliveryMetrics | None = None,
+        first_attempts: FirstAttemptRecords | None = None,
         clock: Callable[[], datetime] = utc_now,
         random_source: UniformRandom = random.random,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`first_attempts`: the pages of ingest's first-attempt successes, read by the
+        duplicate check (`deliver_task`); the deliver function's wiring always passes them.
+        Without them only the attempt log is read (benches and tests of the queue path)."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._log = attempt_log
@@ -107,6 +114,7 @@ class Deliverer:
         self._schedule = schedule
         self._post_timeout = post_timeout_seconds
         self._metrics = metrics
+        self._first_attempts = first_attempts
         self._clock = clock
         self._random = random_source
         self._monotonic = monotonic
@@ -171,7 +179,15 @@ class Deliverer:
     # -- one task ----------------------------------------------------------------------------
 
     def deliver_task(self, message: DeliveryMessage) -> DeliveryOutcome:
-        """Deliver one task now; what became of it. Raises only for AWS errors (DynamoDB, SQS)."""
+        """Deliver one task now; what became of it. Raises only for AWS errors (DynamoDB, SQS).
+
+        The duplicate check reads the delivery's record (one strongly consistent GetItem). A
+        task the attempt log has no record of, and that is not a replay, also asks whether
+        ingest's first attempt succeeded: the event's claim, then its batch's page (two more
+        reads). Only such tasks pay them: a management re-fan-out, and the tasks ingest
+        enqueued without attempting them (circuit open, deadline passed, subscription
+        disabled). A failed first attempt's task has its record, written by ingest.
+        """
         try:
             task = DeliveryTask.from_json(message.body)
         except InvalidDeliveryTaskError as error:
@@ -187,6 +203,11 @@ class Deliverer:
         existing = self._log.find(task.delivery_id)
         if existing is not None and _already_delivered(existing, task, message):
             _log.info("delivery already succeeded; not sending it again", extra=_fields(task))
+            return DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id)
+        if existing is None and not task.replay and self._first_attempt_succeeded(task):
+            # No record: its success is an entry of a page (ingest's first attempt), and a
+            # re-fan-out of the event must not POST it again (docs/delivery.md).
+            _log.info("first attempt already succeeded; not sending it again", extra=_fields(task))
             return DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id)
 
         subscription = self._subscription(task.subscription_id)
@@ -262,6 +283,11 @@ class Deliverer:
         return DeliveryOutcome(
             DeliveryResult.RETRY_SCHEDULED, task.delivery_id, attempt, failure, delay
         )
+
+    def _first_attempt_succeeded(self, task: DeliveryTask) -> bool:
+        if self._first_attempts is None:
+            return False
+        return self._first_attempts.find(task.event_id, task.subscription_id) is not None
 
     def _attempt(
         self, task: DeliveryTask, subscription: Subscription, n: int

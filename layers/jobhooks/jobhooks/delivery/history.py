@@ -20,7 +20,9 @@ records either way:
   its time. It is the cursor the index listing handed out before pages existed (the last
   delivery's id and time, bound to the subscription): those keep working.
 - **per event.** One delivery per subscription its claim records, by subscription id (the
-  cursor names the last subscription, as before).
+  cursor names the last subscription, as before). A delivery recorded before ids named their
+  event has the older, hashed id (`legacy_delivery_id_for`): both ids are read, and a record
+  under either is the subscription's delivery (under both, the newer id's).
 
 What reads cost: a listing reads a subscription's pages newest first, and the records of their
 entries with one BatchGetItem per batch time. A record listed per subscription is checked for a
@@ -45,7 +47,7 @@ from jobhooks.delivery.attempt_log import BY_SUBSCRIPTION_INDEX, MAX_BATCH_GET_K
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.delivery.first_attempts import FirstAttemptLog, StoredPage, batch_time
 from jobhooks.delivery.model import DeliveryPage, DeliveryRecord
-from jobhooks.delivery_task import delivery_id_for, parse_delivery_id
+from jobhooks.delivery_task import delivery_id_for, legacy_delivery_id_for, parse_delivery_id
 from jobhooks.storage.cursors import decode_cursor, encode_cursor
 from jobhooks.storage.exceptions import InvalidCursorError
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
@@ -69,6 +71,12 @@ class ClaimReader(Protocol):
     """Reads an event's claim (`jobhooks.ingest.claims.ClaimStore`): its batch, its tenant."""
 
     def get(self, event_id: str) -> EventRecord | None: ...
+
+
+class PageReader(Protocol):
+    """Reads one first-attempt page (`FirstAttemptLog` implements it)."""
+
+    def get(self, subscription_id: str, batch_id: str) -> StoredPage | None: ...
 
 
 class DeliveryHistory:
@@ -118,14 +126,15 @@ class DeliveryHistory:
         found: list[DeliveryRecord] = []
         # One more than asked, so the last page says so instead of handing out a dead cursor.
         while remaining and len(found) <= limit:
-            size = min(MAX_BATCH_GET_KEYS, limit + 1 - len(found))
+            # Two keys a subscription (its id and its legacy id) in one BatchGetItem.
+            size = min(MAX_BATCH_GET_KEYS // 2, limit + 1 - len(found))
             chunk, remaining = remaining[:size], remaining[size:]
             ids = {delivery_id_for(event_id, s): s for s in chunk}
-            records = self._attempt_log.get_many(list(ids))
+            legacy_ids = {s: legacy_delivery_id_for(event_id, s) for s in chunk}
+            records = self._attempt_log.get_many([*ids, *legacy_ids.values()])
             for delivery_id, subscription in ids.items():
-                delivery = whole_delivery(
-                    reads.first_attempt(delivery_id, subscription), records.get(delivery_id)
-                )
+                record = records.get(delivery_id) or records.get(legacy_ids[subscription])
+                delivery = whole_delivery(reads.first_attempt(delivery_id, subscription), record)
                 if delivery is None:
                     continue
                 if tenant_id is not None and delivery.tenant_id != tenant_id:
@@ -250,25 +259,12 @@ class DeliveryHistory:
 class _Reads:
     """The claims and pages one request has read: each is read at most once."""
 
-    def __init__(self, claims: ClaimReader, first_attempts: FirstAttemptLog) -> None:
-        self._claims = claims
-        self._first_attempts = first_attempts
-        self._claim_of: dict[str, EventRecord | None] = {}
-        self._page_of: dict[tuple[str, str], StoredPage | None] = {}
-
-    def claim(self, event_id: str) -> EventRecord | None:
-        if event_id not in self._claim_of:
-            self._claim_of[event_id] = self._claims.get(event_id)
-        return self._claim_of[event_id]
-
-    def page(self, subscription_id: str, batch_id: str) -> StoredPage | None:
-        key = (subscription_id, batch_id)
-        if key not in self._page_of:
-            self._page_of[key] = self._first_attempts.get(subscription_id, batch_id)
-        return self._page_of[key]
+    def __init__(self, claims: ClaimReader, first_attempts: PageReader) -> None:
+        self.claims = _CachedClaims(claims)
+        self.pages = _CachedPages(first_attempts)
 
     def remember(self, stored: StoredPage) -> None:
-        self._page_of[(stored.page.subscription_id, stored.page.batch_id)] = stored
+        self.pages.remember(stored)
 
     def first_attempt(
         self, delivery_id: str, subscription_id: str | None = None
@@ -282,10 +278,11 @@ class _Reads:
         if named is None:
             return None  # an id from before ids named their event: a record, never a page
         event_id = named.event_id
-        claim = self.claim(event_id)
-        if claim is None or claim.batch_id is None or batch_time(claim.batch_id) is None:
-            return None  # no claim kept, or one made before first attempts
-        candidates = (subscription_id,) if subscription_id else claim.subscription_ids or ()
+        if subscription_id is not None:
+            candidates: tuple[str, ...] = (subscription_id,)
+        else:
+            claim = self.claims.get(event_id)
+            candidates = (claim.subscription_ids or ()) if claim is not None else ()
         subscription_id = next(
             (
                 s
@@ -296,16 +293,70 @@ class _Reads:
         )
         if subscription_id is None:
             return None
-        stored = self.page(subscription_id, claim.batch_id)
-        success = stored.page.find(event_id) if stored is not None else None
-        if stored is None or success is None:
-            return None
-        return stored.record(success)
+        return first_attempt_success(
+            event_id, subscription_id, claims=self.claims, pages=self.pages
+        )
 
     def is_claimed_page(self, stored: StoredPage, event_id: str) -> bool:
         """Whether `stored` is the page of the batch the event's claim names."""
-        claim = self.claim(event_id)
+        claim = self.claims.get(event_id)
         return claim is not None and claim.batch_id == stored.page.batch_id
+
+
+class _CachedClaims:
+    def __init__(self, claims: ClaimReader) -> None:
+        self._claims = claims
+        self._claim_of: dict[str, EventRecord | None] = {}
+
+    def get(self, event_id: str) -> EventRecord | None:
+        if event_id not in self._claim_of:
+            self._claim_of[event_id] = self._claims.get(event_id)
+        return self._claim_of[event_id]
+
+
+class _CachedPages:
+    def __init__(self, pages: PageReader) -> None:
+        self._pages = pages
+        self._page_of: dict[tuple[str, str], StoredPage | None] = {}
+
+    def get(self, subscription_id: str, batch_id: str) -> StoredPage | None:
+        key = (subscription_id, batch_id)
+        if key not in self._page_of:
+            self._page_of[key] = self._pages.get(subscription_id, batch_id)
+        return self._page_of[key]
+
+    def remember(self, stored: StoredPage) -> None:
+        self._page_of[(stored.page.subscription_id, stored.page.batch_id)] = stored
+
+
+def first_attempt_success(
+    event_id: str, subscription_id: str, *, claims: ClaimReader, pages: PageReader
+) -> DeliveryRecord | None:
+    """The delivery's first attempt as the page of its event's batch keeps it, if ingest made it
+    and it succeeded: the event's claim names the batch (`batch_id`), the (subscription, batch)
+    page holds the success. Two reads; None when either is gone (expired) or holds nothing."""
+    claim = claims.get(event_id)
+    if claim is None or claim.batch_id is None or batch_time(claim.batch_id) is None:
+        return None  # no claim kept, or one made before first attempts
+    stored = pages.get(subscription_id, claim.batch_id)
+    success = stored.page.find(event_id) if stored is not None else None
+    if stored is None or success is None:
+        return None
+    return stored.record(success)
+
+
+class FirstAttemptSuccesses:
+    """The deliver function's view of the pages (`ports.FirstAttemptRecords`): whether ingest's
+    first attempt of a delivery succeeded, for a task the attempt log has no record of."""
+
+    def __init__(self, claims: ClaimReader, first_attempts: PageReader) -> None:
+        self._claims = claims
+        self._pages = first_attempts
+
+    def find(self, event_id: str, subscription_id: str) -> DeliveryRecord | None:
+        return first_attempt_success(
+            event_id, subscription_id, claims=self._claims, pages=self._pages
+        )
 
 
 def whole_delivery(

@@ -1,9 +1,9 @@
 """What the delivery use case needs from storage, subscriptions, HTTP and metrics, as small
 interfaces.
 
-They speak the model's types (`model`), never an adapter's: `attempt_log.AttemptLog`, the
-subscription store, `http_client.WebhookClient` and `metrics.PowertoolsDeliveryMetrics`
-implement them; tests may pass in-memory fakes.
+They speak the model's types (`model`), never an adapter's: `attempt_log.AttemptLog`,
+`history.FirstAttemptSuccesses`, the subscription store, `http_client.WebhookClient` and
+`metrics.PowertoolsDeliveryMetrics` implement them; tests may pass in-memory fakes.
 """
 
 from __future__ import annotations
@@ -40,6 +40,13 @@ class DeliveryLog(Protocol):
     ) -> bool: ...
 
     def append_attempt(self, task: DeliveryTask, attempt: DeliveryAttempt) -> None: ...
+
+
+class FirstAttemptRecords(Protocol):
+    """What delivery needs of the first-attempt pages (`history.FirstAttemptSuccesses`)."""
+
+    def find(self, event_id: str, subscription_id: str) -> DeliveryRecord | None:
+        """The delivery's first attempt, made by ingest, if it succeeded and is kept."""
 
 
 class SubscriptionDirectory(Protocol):

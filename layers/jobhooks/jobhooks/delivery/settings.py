@@ -45,6 +45,10 @@ class DeliverSettings(WebhookPostSettings):
 
     deliveries_table: str = Field(min_length=1)
     subscriptions_table: str = Field(min_length=1)
+    # Read by the duplicate check: a delivery whose first attempt (ingest's) succeeded has no
+    # record, only an entry in the page its event's claim names (`delivery.history`).
+    claims_table: str = Field(min_length=1)
+    first_attempts_table: str = Field(min_length=1)
     delivery_queue_url: str = Field(min_length=1)
     delivery_dlq_url: str = Field(min_length=1)
     # How long a warm function reuses a subscription it read: saves one read per delivery. A

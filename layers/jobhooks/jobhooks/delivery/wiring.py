@@ -6,13 +6,20 @@ The clients are made on their first call (`jobhooks.storage.clients`), so buildi
 
 from __future__ import annotations
 
+from typing import Final
+
 from jobhooks.delivery.attempt_log import AttemptLog
 from jobhooks.delivery.deliver import Deliverer
+from jobhooks.delivery.first_attempts import FirstAttemptLog
+from jobhooks.delivery.history import FirstAttemptSuccesses
 from jobhooks.delivery.http_client import make_webhook_client
 from jobhooks.delivery.ports import DeliveryMetrics
 from jobhooks.delivery.settings import DeliverSettings
+from jobhooks.ingest.claims import ClaimStore
 from jobhooks.storage.clients import aws_client
 from jobhooks.subscriptions.store import SubscriptionStore
+
+_SECONDS_PER_DAY: Final = 86_400
 
 
 def build_deliverer(
@@ -43,4 +50,15 @@ def build_deliverer(
         post_timeout_seconds=settings.delivery_timeout_seconds,
         subscription_cache_seconds=settings.subscription_cache_seconds,
         metrics=metrics,
+        first_attempts=FirstAttemptSuccesses(
+            # Read only: the retention is that of claims this function never writes.
+            ClaimStore(
+                settings.claims_table,
+                dynamodb,
+                retention_seconds=settings.attempt_log_days * _SECONDS_PER_DAY,
+            ),
+            FirstAttemptLog(
+                settings.first_attempts_table, dynamodb, retention_days=settings.attempt_log_days
+            ),
+        ),
     )
