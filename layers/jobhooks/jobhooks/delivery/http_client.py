@@ -53,7 +53,7 @@ from urllib3.util import Timeout
 from jobhooks import __version__
 from jobhooks.delivery.exceptions import RefusalCode, RefusedUrlError
 from jobhooks.delivery.keepalive import DEFAULT_MAX_PER_KEY, ConnectionKey, IdleConnections
-from jobhooks.delivery.model import PostError, PostResult
+from jobhooks.delivery.model import MAX_TOTAL_TIMEOUT_SECONDS, PostError, PostResult
 from jobhooks.delivery.network_policy import (
     CheckedTarget,
     IPAddress,
@@ -64,8 +64,6 @@ from jobhooks.delivery.network_policy import (
 
 DEFAULT_CONNECT_TIMEOUT_SECONDS: Final = 5.0
 DEFAULT_TOTAL_TIMEOUT_SECONDS: Final = 15.0
-# Receivers are told to answer fast; a longer wait only holds a Lambda (and its batch) hostage.
-MAX_TOTAL_TIMEOUT_SECONDS: Final = 15.0
 RESPONSE_EXCERPT_BYTES: Final = 4096
 USER_AGENT: Final = f"jobhooks/{__version__}"
 

@@ -20,6 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 # failure's body is what someone debugs, so it keeps more (docs/delivery.md).
 SUCCESS_RESPONSE_BYTES: Final = 256
 FAILURE_RESPONSE_BYTES: Final = 1024
+# Receivers are told to answer fast; a longer wait only holds a Lambda (and its batch) hostage.
+# Here rather than in the HTTP client, so that the settings that bound a POST's timeout do not
+# import the client (urllib3) into a function's cold start.
+MAX_TOTAL_TIMEOUT_SECONDS: Final = 15.0
 
 # -- one POST ------------------------------------------------------------------------------------
 

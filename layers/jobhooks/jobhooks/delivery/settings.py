@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator
 
-from jobhooks.delivery.http_client import MAX_TOTAL_TIMEOUT_SECONDS
+from jobhooks.delivery.model import MAX_TOTAL_TIMEOUT_SECONDS
 from jobhooks.delivery.retry_schedule import (
     DEFAULT_SCHEDULE,
     InvalidRetryScheduleError,
