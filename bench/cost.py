@@ -392,18 +392,7 @@ def dynamodb_units(calls: Iterable[Call], tables: Mapping[str, Table]) -> Capaci
                 code = str(call.response.get("Error", {}).get("Code", ""))
                 if not (code.startswith("ConditionalCheckFailed") and final):
                     final = written
-            size = item_size(final) if final else 1
-            result.sizes_by_table[table.name].append(size)
-            charged = units(size, 1024)
-            if final:
-                for index in table.indexes:
-                    if all(name in final for name in index):
-                        index_units = units(size + GSI_ITEM_OVERHEAD, 1024)
-                        charged += index_units
-                        result.index_writes_by_table[table.name] += 1
-                        result.index_wru_by_table[table.name] += index_units
-            result.wru += charged
-            result.wru_by_table[table.name] += charged
+            _charge_write(table, final, result)
         elif call.operation in ("GetItem", "Query"):
             returned = call.response.get("Items") or (
                 [call.response["Item"]] if call.response.get("Item") else []
@@ -435,17 +424,23 @@ def _charge_batch_write(call: Call, tables: Mapping[str, Table], result: Capacit
             if item in left:
                 left.remove(item)
                 continue
-            size = item_size(item)
-            result.sizes_by_table[table.name].append(size)
-            charged = units(size, 1024)
-            for index in table.indexes:
-                if all(name in item for name in index):
-                    index_units = units(size + GSI_ITEM_OVERHEAD, 1024)
-                    charged += index_units
-                    result.index_writes_by_table[table.name] += 1
-                    result.index_wru_by_table[table.name] += index_units
-            result.wru += charged
-            result.wru_by_table[table.name] += charged
+            _charge_write(table, item, result)
+
+
+def _charge_write(table: Table, item: Mapping[str, Any] | None, result: CapacityUnits) -> None:
+    """One item written: ⌈size / 1 KB⌉ on the table, and again on each index its keys put it
+    in (an unknown item, a delete of nothing, is one unit)."""
+    size = item_size(item) if item else 1
+    result.sizes_by_table[table.name].append(size)
+    charged = units(size, 1024)
+    for index in table.indexes:
+        if item and all(name in item for name in index):
+            index_units = units(size + GSI_ITEM_OVERHEAD, 1024)
+            charged += index_units
+            result.index_writes_by_table[table.name] += 1
+            result.index_wru_by_table[table.name] += index_units
+    result.wru += charged
+    result.wru_by_table[table.name] += charged
 
 
 # ------------------------------------------------------------------------------ the run
