@@ -283,14 +283,8 @@ class _Reads:
         else:
             claim = self.claims.get(event_id)
             candidates = (claim.subscription_ids or ()) if claim is not None else ()
-        subscription_id = next(
-            (
-                s
-                for s in candidates
-                if named.is_for(s) and delivery_id_for(event_id, s) == delivery_id
-            ),
-            None,
-        )
+        # `parse_delivery_id` checked the event part: a matching tag is the whole id.
+        subscription_id = next((s for s in candidates if named.is_for(s)), None)
         if subscription_id is None:
             return None
         return first_attempt_success(
