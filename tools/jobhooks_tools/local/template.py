@@ -211,6 +211,9 @@ class LocalResources:
     # Who calls AWS locally (each function as its template role, the shovel) and under which
     # policy: what the IAM guard (jobhooks_tools.local.iam) evaluates their calls against.
     principals: Mapping[str, Principal] = field(default_factory=lambda: MappingProxyType({}))
+    # Resources that are not created locally (the Firehose stream, the buckets, the log groups),
+    # by the name the roles' grants give them here: a test that stands one in must use it.
+    policy_names: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def _of_type(self, logical_id: str, resource_type: str) -> str:
         if self.types.get(logical_id) != resource_type:
@@ -305,6 +308,7 @@ def provision(
     # provision of the same template replaces them).
     iam_guard.use(
         resources.principals.values(),
+        endpoint_url=endpoint,
         secret_arns={
             resources.names[k]: arn
             for k, arn in resources.refs.items()
@@ -360,6 +364,7 @@ class _Provisioner:
         # While resolving role policies: resources that are not created locally resolve to the
         # name and ARN they would have, so every statement keeps its resource.
         self._policy_mode = False
+        self._policy_names: dict[str, str] = {}
         self._checkout = checkout
 
     # -- entry point --------------------------------------------------------------------
@@ -387,6 +392,7 @@ class _Provisioner:
             types=MappingProxyType({k: c.resource_type for k, c in created.items()}),
             functions=MappingProxyType(functions),
             principals=MappingProxyType(principals),
+            policy_names=MappingProxyType(dict(self._policy_names)),
         )
 
     # -- IAM ----------------------------------------------------------------------------
@@ -464,6 +470,7 @@ class _Provisioner:
                 value = value.get(key) if isinstance(value, dict) else None
             if value is not None:
                 name = _as_string(self._resolve(value))
+        self._policy_names[logical_id] = name
         if attribute is None:
             return name
         if attribute == "Arn" and spec is not None and spec[1] is not None:

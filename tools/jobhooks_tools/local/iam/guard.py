@@ -41,8 +41,12 @@ from jobhooks_tools.local.iam.requests import CallSite, UnmappedRequestError, au
 # Named in the `jobhooks` logger tree, where the local stack routes the package's records.
 logger = logging.getLogger("jobhooks.local.iam.guard")
 
-_EVENT: Final = "before-parameter-build"
+# Judged with the parameters as the caller passed them; enforced once botocore knows where the
+# request goes (only calls to the local stack's endpoint are the local stack's).
+_JUDGE_EVENT: Final = "before-parameter-build"
+_ENFORCE_EVENT: Final = "before-call"
 _UNIQUE_ID: Final = "jobhooks-local-iam"
+_CONTEXT_KEY: Final = "jobhooks_local_iam"
 
 _lock = threading.Lock()
 _installed = False
@@ -51,6 +55,7 @@ _principals: dict[str, Principal] = {}
 _code: list[tuple[str, str]] = []
 _by_filename: dict[str, str | None] = {}
 _call_site: CallSite | None = None
+_endpoint: str | None = None
 _refusals: list[Refusal] = []
 _exercised: set[Grant] = set()
 # Every grant of every principal used in this process (the least-privilege report's universe).
@@ -68,10 +73,12 @@ def install() -> bool:
     with _lock:
         if _installed:
             return False
-        botocore.handlers.BUILTIN_HANDLERS.append((_EVENT, _before_parameter_build))
+        for event, handler in _HANDLERS:
+            botocore.handlers.BUILTIN_HANDLERS.append((event, handler))
         session = _boto3_default_session()
         if session is not None:
-            session.events.register(_EVENT, _before_parameter_build, unique_id=_UNIQUE_ID)
+            for event, handler in _HANDLERS:
+                session.events.register(event, handler, unique_id=_UNIQUE_ID + event)
         _original_submit = concurrent.futures.ThreadPoolExecutor.submit
         concurrent.futures.ThreadPoolExecutor.submit = _submit_as_caller  # type: ignore[method-assign,assignment]
         _installed = True
@@ -83,12 +90,13 @@ def uninstall() -> None:
     with _lock:
         if not _installed:
             return
-        spec = (_EVENT, _before_parameter_build)
-        while spec in botocore.handlers.BUILTIN_HANDLERS:
-            botocore.handlers.BUILTIN_HANDLERS.remove(spec)
+        for spec in _HANDLERS:
+            while spec in botocore.handlers.BUILTIN_HANDLERS:
+                botocore.handlers.BUILTIN_HANDLERS.remove(spec)
         session = _boto3_default_session()
         if session is not None:
-            session.events.unregister(_EVENT, unique_id=_UNIQUE_ID)
+            for event, _handler in _HANDLERS:
+                session.events.unregister(event, unique_id=_UNIQUE_ID + event)
         concurrent.futures.ThreadPoolExecutor.submit = _original_submit  # type: ignore[method-assign]
         _installed = False
 
@@ -101,16 +109,20 @@ def is_installed() -> bool:
 def use(
     principals: Iterable[Principal],
     *,
+    endpoint_url: str | None = None,
     secret_arns: Mapping[str, str] | None = None,
     key_aliases: Mapping[str, str] | None = None,
 ) -> None:
     """Evaluate calls against these principals from now on (the latest provisioned stack).
 
-    `secret_arns` (secret name -> ARN) and `key_aliases` (KMS alias -> key id) are the local
-    names a call may use where IAM authorizes the full ARN."""
-    global _call_site
+    `endpoint_url`: the local stack's AWS endpoint; only calls sent there are enforced (a test
+    that stubs a client for real AWS is not talking to the local stack). `secret_arns` (secret
+    name -> ARN) and `key_aliases` (KMS alias -> key id) are the local names a call may use
+    where IAM authorizes the full ARN."""
+    global _call_site, _endpoint
     listed = list(principals)
     with _lock:
+        _endpoint = endpoint_url.rstrip("/") if endpoint_url else None
         _names["secrets"] = dict(secret_arns or {})
         _names["aliases"] = dict(key_aliases or {})
         _principals.clear()
@@ -194,41 +206,61 @@ def known_grants() -> list[Grant]:
 def check(
     name: str, service: str, prefix: str, operation: str, params: dict[str, Any]
 ) -> list[Refusal]:
-    """Evaluate one call as principal `name`; the refusals (none: allowed). Records grants."""
+    """Evaluate one call as principal `name`; the refusals (none: allowed). Records nothing."""
+    return _judge(name, service, prefix, operation, params)[0]
+
+
+def _judge(
+    name: str, service: str, prefix: str, operation: str, params: dict[str, Any]
+) -> tuple[list[Refusal], set[Grant]]:
     with _lock:
         who = _principals.get(name)
         site = _site_of(who) if who is not None else None
     if who is None or site is None:
-        return [Refusal(name, f"{prefix}:{operation}", "*", f"{name} is not a known principal")]
+        unknown = Refusal(name, f"{prefix}:{operation}", "*", f"{name} is not a known principal")
+        return [unknown], set()
     try:
         requests = authorizations(service, prefix, operation, params, site)
     except UnmappedRequestError as error:
-        return [Refusal(name, f"{prefix}:{operation}", "?", f"{error} (fails closed)")]
+        return [Refusal(name, f"{prefix}:{operation}", "?", f"{error} (fails closed)")], set()
     refused: list[Refusal] = []
+    exercised: set[Grant] = set()
     for request in requests:
         decision = evaluate(who.policy, _with_global_keys(request, who))
         if decision.allowed:
-            with _lock:
-                _exercised.update(decision.exercised)
-            continue
-        refused.append(Refusal(name, request.action, request.resource, decision.reason))
-    return refused
+            exercised.update(decision.exercised)
+        else:
+            refused.append(Refusal(name, request.action, request.resource, decision.reason))
+    return refused, exercised
 
 
 def _before_parameter_build(
     params: dict[str, Any], model: Any, context: Any = None, **_: Any
 ) -> None:
     name = current_principal()
-    if name is None:
+    if name is None or context is None:
         return
     service_model = model.service_model
     service = str(service_model.service_name)
     prefix = str(getattr(service_model, "signing_name", None) or service)
-    refusals = check(name, service, prefix, str(model.name), params)
-    if not refusals:
+    context[_CONTEXT_KEY] = (service, *_judge(name, service, prefix, str(model.name), params))
+
+
+def _before_call(model: Any, params: Any = None, context: Any = None, **_: Any) -> None:
+    judged = context.pop(_CONTEXT_KEY, None) if context is not None else None
+    if judged is None:
+        return
+    service, refusals, exercised = judged
+    url = str((params or {}).get("url", ""))
+    with _lock:
+        endpoint = _endpoint
+    if endpoint is not None and not url.startswith(endpoint + "/") and url != endpoint:
         return
     with _lock:
+        _exercised.update(exercised)
         _refusals.extend(refusals)
+    if not refusals:
+        return
     for refusal in refusals:
         logger.error(
             "%s",
@@ -240,6 +272,9 @@ def _before_parameter_build(
             },
         )
     raise AccessDenied(service, str(model.name), refusals)
+
+
+_HANDLERS: Final = ((_JUDGE_EVENT, _before_parameter_build), (_ENFORCE_EVENT, _before_call))
 
 
 def _with_global_keys(request: Request, who: Principal) -> Request:
