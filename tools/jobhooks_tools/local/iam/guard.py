@@ -223,6 +223,9 @@ def _judge(
         requests = authorizations(service, prefix, operation, params, site)
     except UnmappedRequestError as error:
         return [Refusal(name, f"{prefix}:{operation}", "?", f"{error} (fails closed)")], set()
+    except (KeyError, TypeError, ValueError) as error:
+        reason = f"the evaluator cannot read the call's parameters ({error!r}): fails closed"
+        return [Refusal(name, f"{prefix}:{operation}", "?", reason)], set()
     refused: list[Refusal] = []
     exercised: set[Grant] = set()
     for request in requests:
