@@ -301,14 +301,15 @@ PSEUDONYMIZATION_KEY = repr(
 )
 
 
-# Exactly what each function's code calls (least privilege: an action nothing calls is not
-# granted). Ingest: ClaimStore.claim_event (PutItem), complete (UpdateItem), release
-# (DeleteItem); it never reads a claim (GetItem is the management API's). QuarantineStore
-# .quarantine_message (PutItem). SubscriptionStore.matching (Query on by_tenant). Deliver:
-# AttemptLog.find (GetItem), record_attempt and append_attempt (UpdateItem); it never puts a
-# delivery. SubscriptionStore.get (GetItem) and disable, which writes the whole item
-# conditioned on its revision (PutItem), never a partial UpdateItem. Ingest's analytics row:
-# FirehoseSink (PutRecordBatch), and the pseudonymization key when the stack has one.
+# Exactly what each function's code calls (least privilege: an action nothing calls is not granted).
+# Ingest: ClaimStore.claim_event (PutItem), complete (UpdateItem), release (DeleteItem), and when a
+# claim's condition fails it reads the batch's completion record (`_completed_at`, GetItem): without
+# it every duplicate ce-id is AccessDenied on AWS. QuarantineStore.quarantine_message (PutItem).
+# SubscriptionStore.matching (Query on by_tenant). Deliver: AttemptLog.find (GetItem),
+# record_attempt and append_attempt (UpdateItem); it never puts a delivery. SubscriptionStore.get
+# (GetItem) and disable, which writes the whole item conditioned on its revision (PutItem), never a
+# partial UpdateItem. Ingest's analytics row: FirehoseSink (PutRecordBatch), and the
+# pseudonymization key when the stack has one.
 INGEST_GRANTS = {
     arn_of("IngestLogGroup"): {"logs:CreateLogStream", "logs:PutLogEvents"},
     arn_of("IngestQueue"): {
@@ -317,7 +318,9 @@ INGEST_GRANTS = {
     },
     FETCHER_KEYS_SECRET: {"secretsmanager:GetSecretValue"},
     PSEUDONYMIZATION_KEY: {"secretsmanager:GetSecretValue"},
-    arn_of("ClaimsTable"): {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
+    arn_of("ClaimsTable"): {
+        "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
+    },
     arn_of("QuarantineTable"): {"dynamodb:PutItem"},
     index_arn("SubscriptionsTable", "by_tenant"): {"dynamodb:Query"},
     arn_of("DeliveryQueue"): {"sqs:SendMessage"},
