@@ -17,7 +17,7 @@ from jobhooks.settings import Settings
 
 class WebhookPostSettings(Settings):
     """How webhooks are POSTed, retried and recorded: the deliver function's settings that
-    ingest shares for the first attempts it makes (`jobhooks.ingest.first_attempt`)."""
+    ingest shares for the first attempts it makes (`jobhooks.delivery.first_attempt`)."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", arbitrary_types_allowed=True)
 

@@ -92,7 +92,7 @@ class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSet
     ingest_queue_retention_seconds: int = Field(4 * SECONDS_PER_DAY, ge=60, le=14 * SECONDS_PER_DAY)
     subscription_cache_seconds: float = Field(30, ge=0, le=3600)
     quarantine_retention_days: float = Field(30, gt=0, le=365)
-    # The first attempts (ingest/first_attempt.py): their successes' pages, the records of the
+    # The first attempts (delivery/first_attempt.py): their successes' pages, the records of the
     # others, the delivery DLQ a one-attempt schedule parks in. Required when the function makes
     # first attempts (ingest/wiring.py says which is missing); the management API's in-process
     # ingest makes none.
