@@ -9,11 +9,10 @@ flows:
    `ce-id` with a lease (`claims`), the claim carrying that fan-out and the id of the
    invocation's completion record; a duplicate of a done event is acknowledged with no side
    effect, one still in progress elsewhere is retried later;
-3. with first attempts on (`first_attempts`, the ingest function's wiring), POST every task of
-   the claimed events now, concurrently, under one deadline (`first_attempt`); then record what
-   did not succeed: a failed attempt's record (attempt 1, pending), a 410's (the subscription
-   disabled, `gone`), and write the successes into one page per subscription and batch
-   (`jobhooks.delivery.first_attempts`);
+3. with first attempts on (the ingest function's wiring), hand every claimed event's tasks to
+   the delivery package's first-attempt stage (`jobhooks.delivery.first_attempt`), which POSTs
+   them now and settles each (records, pages, a 410's disable) and gives back, per event, the
+   tasks still to enqueue;
 4. enqueue the delivery tasks still to deliver (all of them without first attempts) of every
    claimed event together (`fan_out`: 10 a call): a failed first attempt's task with
    `attempts_made=1`, hidden until the retry schedule's attempt 2;
@@ -65,7 +64,6 @@ from jobhooks.ingest.model import (
     Claim,
     Duplicate,
     EventPage,
-    EventRecord,
     FanOutPlan,
     FanOutResult,
     IngestOutcome,
@@ -433,10 +431,6 @@ class IngestService:
         self.keys.keys()
 
     # -- management: read, re-fan-out, replay ----------------------------------------------
-
-    def get_event(self, event_id: str) -> EventRecord | None:
-        """The claim of `event_id` (in progress or done), None when absent or expired."""
-        return self.claims.get(event_id)
 
     def list_unmatched(
         self, tenant_id: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None
