@@ -363,3 +363,70 @@ def test_a_full_batch_to_two_subscriptions_is_posted_in_one_wave_by_default() ->
 
     assert time.monotonic() - started < 0.55
     assert [o.attempt and o.attempt.status_code for o in batch] == [200] * 20
+
+
+class SlowFor:
+    """Answers 200 after `seconds` to `slow_url`, at once to any other; notes when each
+    POST started."""
+
+    def __init__(self, slow_url: str, seconds: float) -> None:
+        self.slow_url, self.seconds = slow_url, seconds
+        self.started: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], *, timeout: float | None = None
+    ) -> PostResult:
+        with self._lock:
+            self.started.setdefault(url, []).append(time.monotonic())
+        wait = self.seconds if url == self.slow_url else 0.0
+        time.sleep(wait)
+        return PostResult(200, None, None, round(wait * 1000))
+
+
+def tenant_subscription(tenant: str, n: int, url: str) -> Subscription:
+    return subscription(n, tenant_id=tenant, subscription_id=f"sub_{tenant}_{n}", url=url)
+
+
+def tenant_task(made: Subscription, event: str) -> DeliveryTask:
+    return delivery_task_for(
+        event_id=f"fetcher.job.completed.{event}",
+        tenant_id=made.tenant_id,
+        event_type="job.completed",
+        payload="{}",
+        subscription_id=made.subscription_id,
+    )
+
+
+def test_a_tenant_with_many_slow_endpoints_holds_only_its_share_of_the_workers() -> None:
+    poster = SlowFor("https://noisy.example/hook", 0.4)
+    noisy = [tenant_subscription("noisy", n, "https://noisy.example/hook") for n in range(8)]
+    quiet = tenant_subscription("quiet", 1, "https://quiet.example/hook")
+    # The quiet tenant's delivery comes last in the batch, after eight slow ones.
+    pairs = [(tenant_task(s, "e1"), s) for s in noisy] + [(tenant_task(quiet, "e1"), quiet)]
+    four_workers = dispatcher(poster, concurrency=4)  # type: ignore[arg-type]
+
+    started = time.monotonic()
+    posted = four_workers.attempt(pairs)
+
+    [quiet_start] = poster.started["https://quiet.example/hook"]
+    assert quiet_start - started < 0.2  # not behind the noisy tenant's first wave (0.4 s)
+    assert [o.attempt and o.attempt.status_code for o in posted] == [200] * 9
+    # Each tenant's share of 4 workers is 2: the noisy tenant's POSTs ran two at a time.
+    noisy_starts = sorted(poster.started["https://noisy.example/hook"])
+    assert noisy_starts[2] - noisy_starts[0] >= 0.35
+
+
+def test_a_success_slower_than_the_latency_budget_opens_the_circuit_like_a_failure() -> None:
+    poster = SlowFor("https://slow.example/hook", 0.3)
+    slow = tenant_subscription("acme", 1, "https://slow.example/hook")
+    fast = tenant_subscription("acme", 2, "https://fast.example/hook")
+    budgeted = dispatcher(poster, latency_budget_seconds=0.1)  # type: ignore[arg-type]
+
+    posted = budgeted.attempt([(tenant_task(slow, "e"), slow), (tenant_task(fast, "e"), fast)])
+
+    assert [o.attempt and o.attempt.status_code for o in posted] == [200, 200]
+    assert budgeted.breaker.is_open(slow.subscription_id)
+    assert not budgeted.breaker.is_open(fast.subscription_id)
+    [later] = budgeted.attempt([(tenant_task(slow, "f"), slow)])
+    assert later.not_attempted is NotAttemptedReason.CIRCUIT_OPEN  # left to the deliver function

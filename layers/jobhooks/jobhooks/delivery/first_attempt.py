@@ -33,10 +33,12 @@ warm process at most one deadline a minute, and never delays the other subscript
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -45,6 +47,7 @@ from typing import Final, Protocol
 
 from jobhooks.delivery.attempt import post_signed, signing_secrets_for, unsigned_attempt
 from jobhooks.delivery.circuit_breaker import CircuitBreaker
+from jobhooks.delivery.fair_pool import FairPool
 from jobhooks.delivery.first_attempts import FirstAttempt, FirstAttemptPage
 from jobhooks.delivery.model import (
     DeliveryAttempt,
@@ -63,6 +66,9 @@ from jobhooks.subscriptions.model import Subscription
 _log = logging.getLogger(__name__)
 
 DEFAULT_PHASE_SECONDS: Final = 5.0
+# An answer slower than this, even a 2xx, opens the endpoint's circuit like a failure: its next
+# deliveries go through the deliver function instead of holding everyone's ingest invocation.
+DEFAULT_LATENCY_BUDGET_SECONDS: Final = 1.0
 # What the invocation keeps for after the phase (the pages, the failed attempts' records, the
 # shared SendMessageBatch calls, the analytics rows and the completion record): 10 s, or a third
 # of its remaining time when that is less. They take milliseconds; the margin is for a slow AWS
@@ -265,6 +271,7 @@ class FirstAttemptDispatcher:
         client: WebhookPoster,
         breaker: CircuitBreaker | None = None,
         phase_seconds: float = DEFAULT_PHASE_SECONDS,
+        latency_budget_seconds: float = DEFAULT_LATENCY_BUDGET_SECONDS,
         post_timeout_seconds: float = 15.0,
         concurrency: int = 10,
         writes_margin_seconds: float = WRITES_MARGIN_SECONDS,
@@ -279,14 +286,15 @@ class FirstAttemptDispatcher:
         self._client = client
         self.breaker = breaker if breaker is not None else CircuitBreaker(monotonic=monotonic)
         self._phase_seconds = phase_seconds
+        self._latency_budget_ms = latency_budget_seconds * 1000
         self._post_timeout = post_timeout_seconds
         self._writes_margin = writes_margin_seconds
         self._clock = clock
         self._monotonic = monotonic
-        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="first-attempt")
+        self._pool = FairPool(concurrency, thread_name_prefix="first-attempt")
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()
 
     def phase_seconds(self, remaining_ms: int | None) -> float:
         """How long this invocation's phase may last (0: no time for it)."""
@@ -308,6 +316,9 @@ class FirstAttemptDispatcher:
         deadline = self._monotonic() + phase
         posted: list[Posted | None] = [None] * len(deliveries)
         running: dict[Future[Posted], int] = {}
+        # Each tenant of the batch gets an equal share of the workers: a tenant with many slow
+        # endpoints waits for its own, never for the others' (`fair_pool`).
+        share = math.ceil(self._pool.workers / max(1, len({t.tenant_id for t, _ in deliveries})))
         for index, (task, subscription) in enumerate(deliveries):
             skipped = self._reason_to_skip(task, subscription)
             if skipped is None and phase < _MIN_POST_SECONDS:
@@ -315,9 +326,17 @@ class FirstAttemptDispatcher:
             if skipped is not None:
                 posted[index] = Posted(task, not_attempted=skipped)
                 continue
-            future = self._pool.submit(self._post, task, subscription, deadline)
+            future = self._pool.submit(
+                task.tenant_id,
+                task.subscription_id,
+                functools.partial(self._post, task, subscription, deadline),
+                per_tenant=share,
+            )
             running[future] = index
         if running:
+            wait_for(running, timeout=max(0.0, deadline - self._monotonic()))
+            for future in running:
+                self._pool.withdraw(future)  # not started by the deadline: left to deliver
             wait_for(
                 running, timeout=max(0.0, deadline - self._monotonic()) + _DEADLINE_GRACE_SECONDS
             )
@@ -325,10 +344,17 @@ class FirstAttemptDispatcher:
             posted[index] = self._result_of(future, deliveries[index][0])
         done = [one for one in posted if one is not None]
         for one in done:
-            if one.attempt is not None and failure_class_of(one.attempt) is not None:
+            if one.attempt is not None and self._trips_the_breaker(one.attempt):
                 self.breaker.trip(one.task.subscription_id)
             _log_posted(one)
         return done
+
+    def _trips_the_breaker(self, attempt: DeliveryAttempt) -> bool:
+        """A failure, a 410, or an answer slower than the latency budget, success or not: the
+        endpoint's next deliveries go through the deliver function for a while."""
+        if failure_class_of(attempt) is not None:
+            return True
+        return attempt.latency_ms > self._latency_budget_ms
 
     def _result_of(self, future: Future[Posted], task: DeliveryTask) -> Posted:
         if future.done() and not future.cancelled():

@@ -107,6 +107,9 @@ class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSet
     # An invocation's first attempts all at once: 10 events to 2 subscriptions are 20 POSTs,
     # and each wave of them is one receiver's answer time more of the function's duration.
     first_attempt_concurrency: int = Field(32, ge=1, le=100)
+    # An answer slower than this (a 2xx included) opens the endpoint's circuit for a minute: its
+    # deliveries then go through the deliver function, not through everyone's invocation.
+    first_attempt_latency_budget_seconds: float = Field(1.0, gt=0, le=30)
 
     @field_validator("fetcher_keys_secret_arn")
     @classmethod

@@ -170,6 +170,7 @@ def build_first_attempts(
             ),
             breaker=CircuitBreaker(),
             phase_seconds=settings.first_attempt_seconds,
+            latency_budget_seconds=settings.first_attempt_latency_budget_seconds,
             post_timeout_seconds=settings.delivery_timeout_seconds,
             concurrency=settings.first_attempt_concurrency,
             clock=clock,
