@@ -30,18 +30,20 @@ but its own record.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import secrets as token_source
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
 from jobhooks.delivery.attempt import attempt_delivery, post_signed
+from jobhooks.delivery.fair_pool import FairPool
 from jobhooks.delivery.model import (
     DeliveryAttempt,
     DeliveryMessage,
@@ -94,6 +96,8 @@ class Deliverer:
         dead_letters: DeadLetters,
         schedule: RetrySchedule = DEFAULT_SCHEDULE,
         concurrency: int = 10,
+        max_per_endpoint: int | None = None,
+        max_per_tenant: int | None = None,
         post_timeout_seconds: float = 15.0,
         subscription_cache_seconds: float = 0.0,
         metrics: DeliveryMetrics | None = None,
@@ -106,7 +110,10 @@ class Deliverer:
         """`first_attempts`: the pages of ingest's first-attempt successes, read by the
         duplicate check (`deliver_task`); the deliver function's wiring always passes them.
         Without them only the attempt log is read (benches and tests of the queue path).
-        `observers` hear of every settled attempt (`settle.SettlementObserver`)."""
+        `observers` hear of every settled attempt (`settle.SettlementObserver`).
+        `max_per_endpoint` / `max_per_tenant`: at most this many POSTs to one subscription (of
+        one tenant) at once, so one tenant's slow endpoints never take every worker; None: no
+        cap below `concurrency`."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._log = attempt_log
@@ -128,7 +135,9 @@ class Deliverer:
         self._clock = clock
         self._monotonic = monotonic
         self._cache = _SubscriptionCache(subscription_cache_seconds, monotonic)
-        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="deliver")
+        self._pool = FairPool(concurrency, thread_name_prefix="deliver")
+        self._max_per_endpoint = max_per_endpoint
+        self._max_per_tenant = max_per_tenant
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -149,9 +158,15 @@ class Deliverer:
         futures: list[tuple[str, Future[DeliveryOutcome]]] = []
         for record in records:
             message = DeliveryMessage.from_record(record)
-            futures.append(
-                (message.message_id, self._pool.submit(self._deliver_in_time, message, deadline))
+            tenant, endpoint = _fair_share_keys(message)
+            future = self._pool.submit(
+                tenant,
+                endpoint,
+                functools.partial(self._deliver_in_time, message, deadline),
+                per_tenant=self._max_per_tenant,
+                per_endpoint=self._max_per_endpoint,
             )
+            futures.append((message.message_id, future))
         failures: list[dict[str, str]] = []
         outcomes: list[DeliveryOutcome] = []
         for message_id, future in futures:
@@ -347,6 +362,15 @@ class _QueuedAttempt:
 
     def parked_body(self, task: DeliveryTask) -> str:
         return self.message.body  # the task as it arrived: a redrive delivers it again
+
+
+def _fair_share_keys(message: DeliveryMessage) -> tuple[str, str]:
+    """The tenant and the endpoint (subscription) a record's POST counts against."""
+    try:
+        task = DeliveryTask.from_json(message.body)
+    except InvalidDeliveryTaskError:
+        return "", ""  # parked without a POST
+    return task.tenant_id, task.subscription_id
 
 
 def _already_delivered(

@@ -89,14 +89,15 @@ class FairPool:
                         return True
         return False
 
-    def shutdown(self) -> None:
+    def shutdown(self, *, wait: bool = False) -> None:
+        """Cancel the jobs not started; with `wait`, let the running ones finish first."""
         with self._lock:
             for queue in self._queues.values():
                 for job in queue:
                     job.future.cancel()
             self._queues.clear()
             self._turns.clear()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown(wait=wait, cancel_futures=True)
 
     # -- internals ---------------------------------------------------------------------------
 

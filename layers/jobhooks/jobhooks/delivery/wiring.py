@@ -44,6 +44,8 @@ def build_deliverer(
         dead_letters=DeliveryDlq(sqs, settings.delivery_dlq_url),
         schedule=settings.retry_schedule,
         concurrency=settings.delivery_concurrency,
+        max_per_endpoint=settings.delivery_max_per_endpoint,
+        max_per_tenant=settings.delivery_max_per_tenant,
         post_timeout_seconds=settings.delivery_timeout_seconds,
         subscription_cache_seconds=settings.subscription_cache_seconds,
         metrics=metrics,
