@@ -80,6 +80,7 @@ class ManagementContext:
             aws_client("kms", session=self.session),
             kms_key_id=self.settings.kms_key_id or None,
             allow_http_urls=self.settings.allow_private_webhooks,
+            max_per_tenant=self.settings.max_subscriptions_per_tenant,
             clock=self.clock,
         )
 
