@@ -430,3 +430,24 @@ def test_a_success_slower_than_the_latency_budget_opens_the_circuit_like_a_failu
     assert not budgeted.breaker.is_open(fast.subscription_id)
     [later] = budgeted.attempt([(tenant_task(slow, "f"), slow)])
     assert later.not_attempted is NotAttemptedReason.CIRCUIT_OPEN  # left to the deliver function
+
+
+def test_a_post_already_slower_than_the_budget_sends_the_next_batches_elsewhere_at_once() -> None:
+    poster = SlowFor("https://slow.example/hook", 0.6)
+    slow = tenant_subscription("acme", 1, "https://slow.example/hook")
+    budgeted = dispatcher(poster, latency_budget_seconds=0.1)  # type: ignore[arg-type]
+    first = threading.Thread(target=budgeted.attempt, args=([(tenant_task(slow, "e"), slow)],))
+    first.start()
+    wait_until = time.monotonic() + 5
+    while not poster.started.get("https://slow.example/hook"):
+        assert time.monotonic() < wait_until
+        time.sleep(0.01)
+    time.sleep(0.2)  # the first POST is now past the budget, still running
+
+    started = time.monotonic()
+    [second] = budgeted.attempt([(tenant_task(slow, "f"), slow)])
+
+    assert time.monotonic() - started < 0.2  # no second wait on the same slow endpoint
+    assert second.not_attempted is NotAttemptedReason.CIRCUIT_OPEN
+    first.join(5)
+    assert len(poster.started["https://slow.example/hook"]) == 1

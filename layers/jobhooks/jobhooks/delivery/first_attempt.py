@@ -33,11 +33,13 @@ warm process at most one deadline a minute, and never delays the other subscript
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
@@ -286,7 +288,11 @@ class FirstAttemptDispatcher:
         self._client = client
         self.breaker = breaker if breaker is not None else CircuitBreaker(monotonic=monotonic)
         self._phase_seconds = phase_seconds
-        self._latency_budget_ms = latency_budget_seconds * 1000
+        self._latency_budget = latency_budget_seconds
+        # When each POST still running began, by subscription: one running past the budget
+        # opens the circuit for the batches that start meanwhile, before it even ends.
+        self._in_flight: dict[str, dict[int, float]] = {}
+        self._in_flight_lock = threading.Lock()
         self._post_timeout = post_timeout_seconds
         self._writes_margin = writes_margin_seconds
         self._clock = clock
@@ -354,7 +360,27 @@ class FirstAttemptDispatcher:
         endpoint's next deliveries go through the deliver function for a while."""
         if failure_class_of(attempt) is not None:
             return True
-        return attempt.latency_ms > self._latency_budget_ms
+        return attempt.latency_ms > self._latency_budget * 1000
+
+    def _slow_in_flight(self, subscription_id: str) -> bool:
+        now = self._monotonic()
+        with self._in_flight_lock:
+            started = self._in_flight.get(subscription_id, {})
+            return any(now - at > self._latency_budget for at in started.values())
+
+    @contextlib.contextmanager
+    def _in_flight_to(self, subscription_id: str) -> Iterator[None]:
+        token = object()
+        with self._in_flight_lock:
+            self._in_flight.setdefault(subscription_id, {})[id(token)] = self._monotonic()
+        try:
+            yield
+        finally:
+            with self._in_flight_lock:
+                started = self._in_flight[subscription_id]
+                del started[id(token)]
+                if not started:
+                    del self._in_flight[subscription_id]
 
     def _result_of(self, future: Future[Posted], task: DeliveryTask) -> Posted:
         if future.done() and not future.cancelled():
@@ -385,6 +411,10 @@ class FirstAttemptDispatcher:
             return NotAttemptedReason.SUBSCRIPTION_DISABLED
         if self.breaker.is_open(subscription.subscription_id):
             return NotAttemptedReason.CIRCUIT_OPEN
+        if self._slow_in_flight(subscription.subscription_id):
+            # Another batch's POST to it is already slower than the budget: it will trip.
+            self.breaker.trip(subscription.subscription_id)
+            return NotAttemptedReason.CIRCUIT_OPEN
         return None
 
     def _post(self, task: DeliveryTask, subscription: Subscription, deadline: float) -> Posted:
@@ -398,16 +428,17 @@ class FirstAttemptDispatcher:
         timeout = min(self._post_timeout, deadline - self._monotonic())
         if timeout < _MIN_POST_SECONDS:
             return Posted(task, not_attempted=NotAttemptedReason.DEADLINE)
-        attempt, retry_after = post_signed(
-            self._client,
-            subscription.url,
-            task.webhook_id,
-            task.payload,
-            signing_secrets,
-            1,
-            now,
-            timeout=timeout,
-        )
+        with self._in_flight_to(subscription.subscription_id):
+            attempt, retry_after = post_signed(
+                self._client,
+                subscription.url,
+                task.webhook_id,
+                task.payload,
+                signing_secrets,
+                1,
+                now,
+                timeout=timeout,
+            )
         return Posted(task, attempt, retry_after)
 
 
