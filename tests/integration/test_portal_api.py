@@ -199,6 +199,25 @@ def test_the_network_policy_applies_to_portal_endpoints(stack: LocalResources) -
         assert browser.get("/portal/api/subscriptions").body["subscriptions"] == []
 
 
+def test_a_tenant_at_its_endpoint_cap_is_refused_with_409_and_the_reason(
+    stack: LocalResources,
+) -> None:
+    api = gateway_api()
+    with use_context(api.module, max_subscriptions_per_tenant=1):
+        browser = open_portal(api, "acme")
+        assert (
+            browser.post("/portal/api/subscriptions", {"url": "https://a.example/x"}).status == 201
+        )
+        refused = browser.post("/portal/api/subscriptions", {"url": "https://b.example/x"})
+        assert refused.status == 409
+        assert refused.error["code"] == "subscription_limit_reached"
+        assert "JOBHOOKS_MAX_SUBSCRIPTIONS_PER_TENANT" in refused.error["message"]
+        assert len(browser.get("/portal/api/subscriptions").body["subscriptions"]) == 1
+        # Another tenant has a cap of its own.
+        other = open_portal(api, "globex")
+        assert other.post("/portal/api/subscriptions", {"url": "https://c.example/x"}).status == 201
+
+
 def test_the_tenant_comes_from_the_session_never_from_the_request(api: InProcessApi) -> None:
     browser = open_portal(api, "acme")
     smuggled = browser.post(

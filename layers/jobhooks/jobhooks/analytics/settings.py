@@ -42,16 +42,6 @@ class AnalyticsSinkSettings(Settings):
             raise ValueError(f"at least {MIN_KEY_CHARS} characters are needed")
         return value
 
-    @property
-    def analytics_enabled(self) -> bool:
-        return bool(self.analytics_stream or self.analytics_dir)
-
-    @property
-    def pseudonymization_enabled(self) -> bool:
-        return bool(
-            self.analytics_pseudonymization_secret_arn or self.analytics_pseudonymization_key
-        )
-
     def pseudonymizer(self, *, session: Any = None) -> Pseudonymizer | None:
         """The pseudonymizer these settings ask for; None when ids are stored as they are.
 

@@ -16,6 +16,7 @@ from jobhooks.subscriptions.exceptions import (
     SecretDecryptionError,
     SubscriptionConflictError,
     SubscriptionError,
+    SubscriptionLimitError,
     SubscriptionNotFoundError,
     SubscriptionValidationError,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "Subscription",
     "SubscriptionConflictError",
     "SubscriptionError",
+    "SubscriptionLimitError",
     "SubscriptionNotFoundError",
     "SubscriptionStatus",
     "SubscriptionValidationError",

@@ -249,7 +249,7 @@ def handle_portal_list_subscriptions(
     operation_id="portal_create_subscription",
     summary="Add an endpoint; the answer shows its signing secret, once",
     status_code=CREATED,
-    responses=portal_documented(CREATED, SubscriptionWithSecret),
+    responses=portal_documented(CREATED, SubscriptionWithSecret, CONFLICT),
     tags=PORTAL_TAG,
     security=SESSION_SECURITY,
 )
