@@ -24,7 +24,7 @@ from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
 from jobhooks.storage.times import format_time, parse_time, to_stored_precision, utc_now
 from jobhooks.subscriptions.exceptions import SubscriptionConflictError, SubscriptionNotFoundError
 from jobhooks.subscriptions.model import (
-    ALL_EVENT_TYPES,
+    DEFAULT_EVENT_TYPES,
     DEFAULT_GRACE,
     MAX_PREVIOUS_SECRETS,
     EventType,
@@ -35,6 +35,7 @@ from jobhooks.subscriptions.model import (
     new_secret_id,
     new_subscription_id,
     parse_event_types,
+    parse_job_names,
     parse_status,
     validate_description,
     validate_grace,
@@ -110,14 +111,16 @@ class SubscriptionStore:
         self,
         tenant_id: str,
         url: str,
-        event_types: Iterable[str] = ALL_EVENT_TYPES,
+        event_types: Iterable[str] = DEFAULT_EVENT_TYPES,
         *,
         description: str | None = None,
+        job_names: Iterable[str] = (),
     ) -> IssuedSecret:
         """A new active subscription with one signing secret, returned in plaintext only here."""
         tenant_id = validate_tenant_id(tenant_id)
         url = validate_url(url, allow_http=self._allow_http_urls)
         wanted = parse_event_types(event_types)
+        patterns = parse_job_names(job_names)
         description = validate_description(description)
         now = self._now()
         subscription_id = new_subscription_id()
@@ -128,6 +131,7 @@ class SubscriptionStore:
             tenant_id=tenant_id,
             url=url,
             event_types=wanted,
+            job_names=patterns,
             description=description,
             created_at=now,
             updated_at=now,
@@ -318,9 +322,13 @@ class SubscriptionStore:
         event_types: Iterable[str] | None = None,
         description: str | None = None,
         status: str | None = None,
+        job_names: Iterable[str] | None = None,
     ) -> Subscription:
-        """Change the given fields; `None` leaves a field as it is, `description=""` clears it."""
+        """Change the given fields; `None` leaves a field as it is, `description=""` clears it,
+        `job_names=[]` removes the job filter."""
         changes: dict[str, Any] = {}
+        if job_names is not None:
+            changes["job_names"] = parse_job_names(job_names)
         if url is not None:
             changes["url"] = validate_url(url, allow_http=self._allow_http_urls)
         if event_types is not None:
@@ -482,6 +490,8 @@ def _to_item(subscription: Subscription) -> dict[str, Any]:
         "updated_at": {"S": format_time(subscription.updated_at)},
         "revision": {"N": str(subscription.revision)},
     }
+    if subscription.job_names:
+        item["job_names"] = {"L": [{"S": pattern} for pattern in subscription.job_names]}
     if subscription.description is not None:
         item["description"] = {"S": subscription.description}
     if subscription.disabled_reason is not None:
@@ -506,6 +516,7 @@ def _from_item(item: dict[str, Any]) -> Subscription:
         tenant_id=item["tenant_id"]["S"],
         url=item["url"]["S"],
         event_types=tuple(EventType(value["S"]) for value in item["event_types"]["L"]),
+        job_names=tuple(value["S"] for value in item.get("job_names", {}).get("L", [])),
         status=SubscriptionStatus(item["status"]["S"]),
         description=item["description"]["S"] if "description" in item else None,
         created_at=parse_time(item["created_at"]["S"]),
