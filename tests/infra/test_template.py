@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from cfnlint.decode import cfn_yaml
+from jobhooks.inbound.envelope import SQS_MAX_MESSAGE_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -624,6 +625,30 @@ def test_subscriptions_survive_the_stack(template: dict[str, Any]) -> None:
             "DeletionPolicy": "RetainExceptOnCreate",
             "UpdateReplacePolicy": "Retain",
         }, kept
+
+
+def test_every_table_survives_a_replacement_and_a_stack_deletion(
+    template: dict[str, Any],
+) -> None:
+    # Each holds what nothing can rebuild: the claims (a new table would let every copy and
+    # redrive through again), the attempt log and first-attempt pages (deliver's duplicate
+    # check), the quarantine (the only copy of a rejected message), the subscriptions, the
+    # grants. docs/deploy.md says so table by table.
+    deploy = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    for table, resource in resources(template, TABLE).items():
+        full = template["Resources"][table]
+        assert full.get("UpdateReplacePolicy") == "Retain", table
+        assert full.get("DeletionPolicy") == "RetainExceptOnCreate", table
+        assert resource["Properties"]["DeletionProtectionEnabled"] is True, table
+        assert f"`{table}`" in deploy, table
+
+
+def test_every_queue_takes_one_mebibyte_messages(template: dict[str, Any]) -> None:
+    # The code sizes messages and batches for 1 MiB (SQS_MAX_MESSAGE_BYTES); a queue left at
+    # an older 256 KiB limit would refuse what the code thinks fits.
+    assert resources(template, QUEUE)
+    for queue in resources(template, QUEUE):
+        assert properties(template, queue)["MaximumMessageSize"] == SQS_MAX_MESSAGE_BYTES, queue
 
 
 # ---------------------------------------------------------------------------- alarms, outputs

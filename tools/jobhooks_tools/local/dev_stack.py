@@ -668,7 +668,9 @@ class DevStack:
                 "sqs",
                 endpoint_url=self.aws_endpoint_url,
                 region_name=LOCAL_REGION,
-                config=Config(retries={"mode": "standard", "max_attempts": 1}, connect_timeout=2),
+                config=Config(
+                    retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=2
+                ),
             )
         attributes = self._probe.get_queue_attributes(
             QueueUrl=queue_url,

@@ -700,7 +700,7 @@ def _default_sqs_client(wait_time_seconds: int) -> Any:
         "sqs",
         config=Config(
             # The poller owns retrying (with backoff and counters); botocore's would hide outages.
-            retries={"mode": "standard", "max_attempts": 1},
+            retries={"mode": "standard", "total_max_attempts": 1},
             connect_timeout=2,
             read_timeout=wait_time_seconds + 10,
         ),

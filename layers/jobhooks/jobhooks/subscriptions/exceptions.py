@@ -40,6 +40,11 @@ class InvalidEventTypeError(SubscriptionValidationError):
     field = "event_types"
 
 
+class InvalidJobNamePatternError(SubscriptionValidationError):
+    code = "invalid_job_name_pattern"
+    field = "job_names"
+
+
 class InvalidUrlError(SubscriptionValidationError):
     code = "invalid_url"
     field = "url"
@@ -77,6 +82,22 @@ class SubscriptionConflictError(SubscriptionError):
             "read it again and retry the change"
         )
         self.subscription_id = subscription_id
+
+
+class SubscriptionLimitError(SubscriptionError):
+    """The tenant already has as many subscriptions as one tenant may have."""
+
+    code = "subscription_limit_reached"
+    status = HTTPStatus.CONFLICT
+
+    def __init__(self, tenant_id: str, limit: int) -> None:
+        super().__init__(
+            f"tenant {tenant_id!r} already has {limit} subscriptions, the most one tenant may "
+            "have; delete one it no longer needs, or ask the operator to raise "
+            "JOBHOOKS_MAX_SUBSCRIPTIONS_PER_TENANT"
+        )
+        self.tenant_id = tenant_id
+        self.limit = limit
 
 
 class KmsKeyNotConfiguredError(SubscriptionError):

@@ -22,9 +22,13 @@ from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
 from jobhooks.storage.times import format_time, parse_time, to_stored_precision, utc_now
-from jobhooks.subscriptions.exceptions import SubscriptionConflictError, SubscriptionNotFoundError
+from jobhooks.subscriptions.exceptions import (
+    SubscriptionConflictError,
+    SubscriptionLimitError,
+    SubscriptionNotFoundError,
+)
 from jobhooks.subscriptions.model import (
-    ALL_EVENT_TYPES,
+    DEFAULT_EVENT_TYPES,
     DEFAULT_GRACE,
     MAX_PREVIOUS_SECRETS,
     EventType,
@@ -35,6 +39,7 @@ from jobhooks.subscriptions.model import (
     new_secret_id,
     new_subscription_id,
     parse_event_types,
+    parse_job_names,
     parse_status,
     validate_description,
     validate_grace,
@@ -89,6 +94,7 @@ class SubscriptionStore:
         kms_key_id: str | None = None,
         allow_http_urls: bool = False,
         matching_cache_seconds: float | None = None,
+        max_per_tenant: int | None = None,
         data_key_cache_size: int = DEFAULT_DATA_KEY_CACHE_SIZE,
         clock: Callable[[], datetime] = utc_now,
         monotonic: Callable[[], float] = time.monotonic,
@@ -97,6 +103,7 @@ class SubscriptionStore:
         self._dynamodb = dynamodb
         self._vault = SecretVault(kms, kms_key_id, cache_size=data_key_cache_size)
         self._allow_http_urls = allow_http_urls
+        self.max_per_tenant = max_per_tenant
         self._clock = clock
         self._matching_cache = (
             _MatchingCache(matching_cache_seconds, monotonic)
@@ -110,15 +117,25 @@ class SubscriptionStore:
         self,
         tenant_id: str,
         url: str,
-        event_types: Iterable[str] = ALL_EVENT_TYPES,
+        event_types: Iterable[str] = DEFAULT_EVENT_TYPES,
         *,
         description: str | None = None,
+        job_names: Iterable[str] = (),
     ) -> IssuedSecret:
-        """A new active subscription with one signing secret, returned in plaintext only here."""
+        """A new active subscription with one signing secret, returned in plaintext only here.
+
+        Raises `SubscriptionLimitError` when the tenant already has `max_per_tenant`: every
+        endpoint adds to what the tenant's events cost the bridge to deliver (docs/delivery.md,
+        "What keeps tenants apart"). The count is read before the write, so two creates racing
+        at the limit may both pass: the cap is a bound on growth, not an exact quota.
+        """
         tenant_id = validate_tenant_id(tenant_id)
         url = validate_url(url, allow_http=self._allow_http_urls)
         wanted = parse_event_types(event_types)
+        patterns = parse_job_names(job_names)
         description = validate_description(description)
+        if self.max_per_tenant is not None and self.count(tenant_id) >= self.max_per_tenant:
+            raise SubscriptionLimitError(tenant_id, self.max_per_tenant)
         now = self._now()
         subscription_id = new_subscription_id()
         data_key = self._vault.new_data_key(subscription_id)
@@ -128,6 +145,7 @@ class SubscriptionStore:
             tenant_id=tenant_id,
             url=url,
             event_types=wanted,
+            job_names=patterns,
             description=description,
             created_at=now,
             updated_at=now,
@@ -162,6 +180,24 @@ class SubscriptionStore:
         if tenant_id is not None and subscription.tenant_id != tenant_id:
             raise SubscriptionNotFoundError(subscription_id)
         return subscription
+
+    def count(self, tenant_id: str) -> int:
+        """How many subscriptions the tenant has, any status (COUNT queries: no item is read)."""
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": BY_TENANT_INDEX,
+            "KeyConditionExpression": "tenant_id = :tenant",
+            "ExpressionAttributeValues": {":tenant": {"S": validate_tenant_id(tenant_id)}},
+            "Select": "COUNT",
+        }
+        total = 0
+        while True:
+            response = self._dynamodb.query(**request)
+            total += int(response.get("Count", 0))
+            start_key = response.get("LastEvaluatedKey")
+            if not start_key:
+                return total
+            request["ExclusiveStartKey"] = start_key
 
     def list_by_tenant(
         self, tenant_id: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None
@@ -318,9 +354,13 @@ class SubscriptionStore:
         event_types: Iterable[str] | None = None,
         description: str | None = None,
         status: str | None = None,
+        job_names: Iterable[str] | None = None,
     ) -> Subscription:
-        """Change the given fields; `None` leaves a field as it is, `description=""` clears it."""
+        """Change the given fields; `None` leaves a field as it is, `description=""` clears it,
+        `job_names=[]` removes the job filter."""
         changes: dict[str, Any] = {}
+        if job_names is not None:
+            changes["job_names"] = parse_job_names(job_names)
         if url is not None:
             changes["url"] = validate_url(url, allow_http=self._allow_http_urls)
         if event_types is not None:
@@ -482,6 +522,8 @@ def _to_item(subscription: Subscription) -> dict[str, Any]:
         "updated_at": {"S": format_time(subscription.updated_at)},
         "revision": {"N": str(subscription.revision)},
     }
+    if subscription.job_names:
+        item["job_names"] = {"L": [{"S": pattern} for pattern in subscription.job_names]}
     if subscription.description is not None:
         item["description"] = {"S": subscription.description}
     if subscription.disabled_reason is not None:
@@ -506,6 +548,7 @@ def _from_item(item: dict[str, Any]) -> Subscription:
         tenant_id=item["tenant_id"]["S"],
         url=item["url"]["S"],
         event_types=tuple(EventType(value["S"]) for value in item["event_types"]["L"]),
+        job_names=tuple(value["S"] for value in item.get("job_names", {}).get("L", [])),
         status=SubscriptionStatus(item["status"]["S"]),
         description=item["description"]["S"] if "description" in item else None,
         created_at=parse_time(item["created_at"]["S"]),
