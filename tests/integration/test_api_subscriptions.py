@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from types import ModuleType
 
+import boto3
 import pytest
 from jobhooks.management.context import ManagementContext
 from jobhooks.storage.times import to_stored_precision
@@ -343,7 +344,9 @@ def test_an_aws_failure_is_a_5xx_answer_and_counts_api_errors(
 ) -> None:
     # template.yaml's Api5xxAlarm watches API Gateway's 5xx count: it sees this answer because
     # the function returns it as its status code (Lambda's Errors metric never would).
-    with use_context(api.module, resolver=resolver, subscriptions_table="no-such-table"):
+    # The table the role may query is gone (not another table: IAM would refuse that first).
+    boto3.client("dynamodb").delete_table(TableName=stack.table_name("SubscriptionsTable"))
+    with use_context(api.module, resolver=resolver):
         answer = api.get("/v1/subscriptions", tenant_id="acme")
 
     assert answer.status >= 500, answer.text

@@ -21,6 +21,8 @@ from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import LocalResources, load_template, provision
 from jobhooks_tools.sample_events import demo_key
 
+from tests.fixtures.iam_grants import allow_list, unexercised_grants
+
 ROOT = Path(__file__).resolve().parents[2]
 GET_CLAIM = "dynamodb:GetItem"
 
@@ -131,3 +133,35 @@ def test_the_suite_fails_a_test_when_ingest_may_not_read_the_claims_table(
     assert result.returncode == 1, result.stdout[-3000:]
     assert "IngestFunction may not dynamodb:GetItem on arn:aws:dynamodb:" in result.stdout
     assert "table/jobhooks-ClaimsTable" in result.stdout
+
+
+def test_every_allow_listed_grant_is_one_the_template_has_with_a_reason(
+    stack: LocalResources,
+) -> None:
+    """tests/iam-grants-only-aws-exercises.yaml may not excuse a grant that is gone (or a typo)."""
+    grants = {
+        (grant.principal, grant.sid, grant.action)
+        for principal in stack.principals.values()
+        for grant in principal.policy.grants()
+    }
+    entries = allow_list()
+    assert entries
+    stale = [
+        (entry["policy"], entry["sid"], action)
+        for entry in entries
+        for action in entry["actions"]
+        if (entry["policy"], entry["sid"], action) not in grants
+    ]
+    assert stale == []
+
+
+def test_the_report_lists_the_grants_no_test_exercised_except_the_allow_listed(
+    stack: LocalResources,
+) -> None:
+    known = [g for p in stack.principals.values() for g in p.policy.grants()]
+    exercised = {g for g in known if g.principal == "IngestRole"}
+    missing = unexercised_grants(known, exercised, allow_list())
+    assert not any(g.principal == "IngestRole" for g in missing)
+    assert any(g.principal == "DeliverRole" and g.sid == "RecordAttempts" for g in missing)
+    # Allow-listed: only real AWS writes the function's logs.
+    assert not any(g.sid == "WriteOwnLogs" for g in missing)

@@ -3,9 +3,11 @@ action, resource and condition keys IAM authorizes for each kind of call the fun
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from jobhooks_tools.local import iam
 from jobhooks_tools.local.iam.policy import (
     Policy,
     Request,
@@ -264,3 +266,21 @@ def test_a_refusal_is_the_services_own_access_denied_error() -> None:
     assert dynamodb.response["Error"]["Code"] == "AccessDeniedException"
     assert AccessDenied("sqs", "SendMessage", [refusal]).response["Error"]["Code"] == "AccessDenied"
     assert "dynamodb:GetItem" in str(dynamodb) and TABLE in str(dynamodb)
+
+
+def test_a_child_processs_journal_is_taken_in_by_the_parent(tmp_path: Path) -> None:
+    """The local stack's shovel process journals its refusals; the parent fails the test."""
+    journal = tmp_path / "journal"
+    journal.write_text(
+        '{"refused": ["Shovel", "sqs:SendMessage", "arn:aws:sqs:us-east-1:1:q", "no"]}\n'
+        '{"exercised": ["deploy/shovel/iam-policy.json", "S", "sqs:SendMessage", "IngestQueue"]}\n'
+        '{"refused": ["Shovel", "sqs:Sen',  # cut short by a SIGKILL
+        encoding="utf-8",
+    )
+    iam.merge_journal(journal)
+    (refusal,) = iam.take_refusals()
+    assert str(refusal).startswith("Shovel may not sqs:SendMessage on arn:aws:sqs:us-east-1:1:q")
+    assert iam.Grant("deploy/shovel/iam-policy.json", "S", "sqs:SendMessage", "IngestQueue") in (
+        iam.exercised_grants()
+    )
+    assert journal.read_text(encoding="utf-8") == ""

@@ -200,6 +200,7 @@ class DevStack:
         self._probe: Any = None
         self._installed_aws_limits = False
         self._installed_iam = False
+        self._shovel_iam_journal = Path(tempfile.gettempdir()) / f"jobhooks-iam-{uuid.uuid4().hex}"
         self.data_dir: Path | None = None
         self._owns_data_dir = False
         # The analytics back end this stack replaced, put back on stop.
@@ -264,6 +265,7 @@ class DevStack:
         self._modules.clear()
         self._probe = None
         self._close_data_dir()
+        self._shovel_iam_journal.unlink(missing_ok=True)
         if self._installed_aws_limits:
             aws_limits.uninstall()
             self._installed_aws_limits = False
@@ -417,6 +419,7 @@ class DevStack:
                 **os.environ,
                 **local_aws_environment(self.aws_endpoint_url),
                 "JOBHOOKS_LOCAL_SHOVEL_QUEUE_ARN": self._resources.arns["IngestQueue"],
+                "JOBHOOKS_LOCAL_IAM_JOURNAL": str(self._shovel_iam_journal),
             },
             stdin=subprocess.DEVNULL,
             stdout=self._log_file or subprocess.DEVNULL,
@@ -467,6 +470,9 @@ class DevStack:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(10)
+        if process is not None:
+            # What the shovel process was refused (and exercised) under its IAM policy.
+            iam.merge_journal(self._shovel_iam_journal)
 
     # ------------------------------------------------------------------------------ 3. AWS
 

@@ -365,6 +365,7 @@ class _Provisioner:
         # name and ARN they would have, so every statement keeps its resource.
         self._policy_mode = False
         self._policy_names: dict[str, str] = {}
+        self._policy_arns: dict[str, str] = {}
         self._checkout = checkout
 
     # -- entry point --------------------------------------------------------------------
@@ -452,6 +453,7 @@ class _Provisioner:
             or (created.ref if created.ref.startswith("arn:") else "")
             for logical_id, created in self._created.items()
         }
+        known_arns.update(self._policy_arns)
         for logical_id, known in sorted(known_arns.items(), key=lambda item: -len(item[1])):
             if known and arn.startswith(known):
                 return logical_id + arn[len(known) :]
@@ -474,12 +476,14 @@ class _Provisioner:
         if attribute is None:
             return name
         if attribute == "Arn" and spec is not None and spec[1] is not None:
-            return spec[1].format(
+            arn = spec[1].format(
                 partition="aws",
                 region=self._region,
                 account=self._pseudo_parameter("AWS::AccountId"),
                 name=name,
             )
+            self._policy_arns[logical_id] = arn.removesuffix(":*")
+            return arn
         return f"unresolved:{logical_id}.{attribute}"
 
     # -- parameters and conditions ------------------------------------------------------

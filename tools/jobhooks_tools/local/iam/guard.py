@@ -25,10 +25,12 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import contextvars
+import json
 import logging
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any, Final
 
 import botocore.handlers
@@ -65,6 +67,10 @@ _acting: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "jobhooks_local_iam_principal", default=None
 )
 _original_submit: Any = None
+# A child process (the local stack's shovel) writes what it exercised and refused here, for the
+# parent to merge (`merge_journal`): its refusals then fail the test, its grants count.
+_journal: Path | None = None
+_journaled: set[Grant] = set()
 
 
 def install() -> bool:
@@ -223,6 +229,9 @@ def _judge(
         requests = authorizations(service, prefix, operation, params, site)
     except UnmappedRequestError as error:
         return [Refusal(name, f"{prefix}:{operation}", "?", f"{error} (fails closed)")], set()
+    except (KeyError, TypeError, ValueError) as error:
+        reason = f"the evaluator cannot read the call's parameters ({error!r}): fails closed"
+        return [Refusal(name, f"{prefix}:{operation}", "?", reason)], set()
     refused: list[Refusal] = []
     exercised: set[Grant] = set()
     for request in requests:
@@ -259,6 +268,9 @@ def _before_call(model: Any, params: Any = None, context: Any = None, **_: Any) 
     with _lock:
         _exercised.update(exercised)
         _refusals.extend(refusals)
+        if _journal is not None:
+            _write_journal(exercised - _journaled, refusals)
+            _journaled.update(exercised)
     if not refusals:
         return
     for refusal in refusals:
@@ -272,6 +284,41 @@ def _before_call(model: Any, params: Any = None, context: Any = None, **_: Any) 
             },
         )
     raise AccessDenied(service, str(model.name), refusals)
+
+
+def journal_to(path: Path | None) -> None:
+    """Also append every newly exercised grant and every refusal to `path` (JSON lines)."""
+    global _journal
+    with _lock:
+        _journal = path
+        _journaled.clear()
+
+
+def merge_journal(path: Path) -> None:
+    """Take in what a child process journaled to `path` (and empty it)."""
+    if not path.is_file():
+        return
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("", encoding="utf-8")
+    with _lock:
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:  # a line cut short by a SIGKILL
+                continue
+            if entry.get("exercised"):
+                _exercised.add(Grant(*entry["exercised"]))
+            if entry.get("refused"):
+                _refusals.append(Refusal(*entry["refused"]))
+
+
+def _write_journal(exercised: set[Grant], refusals: list[Refusal]) -> None:
+    assert _journal is not None
+    entries = [{"exercised": [g.principal, g.sid, g.action, g.resource]} for g in exercised]
+    entries += [{"refused": [r.principal, r.action, r.resource, r.reason]} for r in refusals]
+    if entries:
+        with _journal.open("a", encoding="utf-8") as file:
+            file.write("".join(json.dumps(entry) + "\n" for entry in entries))
 
 
 _HANDLERS: Final = ((_JUDGE_EVENT, _before_parameter_build), (_ENFORCE_EVENT, _before_call))
