@@ -3,8 +3,8 @@
 They speak the model's types (`model`), never an adapter's: `claims.ClaimStore`,
 `quarantine.QuarantineStore`, `fan_out.DeliveryQueue`, the subscription store and the
 first-attempt pages (`jobhooks.delivery.first_attempts`) are the DynamoDB and SQS adapters,
-`jobhooks.analytics.recorder.AnalyticsRecorder` writes the analytics rows; tests may pass
-in-memory fakes.
+`jobhooks.analytics.recorder.AnalyticsRecorder` writes the analytics rows, `jobhooks.spill.queue
+.SpillQueue` keeps what could not be written after the webhooks; tests may pass in-memory fakes.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
+from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.delivery.first_attempts import FirstAttemptPage
 from jobhooks.delivery_task import QueuedTask
 from jobhooks.inbound.event import JobEvent
@@ -26,6 +27,7 @@ from jobhooks.ingest.model import (
     FanOutPlan,
     QuarantinedMessage,
 )
+from jobhooks.spill.messages import SpillMessage
 from jobhooks.subscriptions.model import Subscription
 
 
@@ -88,3 +90,15 @@ class FirstAttemptPages(Protocol):
 class OutcomeRecorder(Protocol):
     def record(self, outcomes: Sequence[Outcome]) -> None:
         """One analytics row per outcome; raises `AnalyticsError` when they were not written."""
+
+    def rows_for(
+        self, outcomes: Sequence[Outcome], *, pseudonymize: bool = True
+    ) -> list[AnalyticsRow]:
+        """The rows `record` writes (raw ids with `pseudonymize` False), for the spill path."""
+
+
+class Spill(Protocol):
+    """Where ingest keeps writes that failed after the webhooks (`jobhooks.spill`)."""
+
+    def spill(self, spilled: SpillMessage) -> int:
+        """Send them for the spill function to write; raises when they were not taken."""

@@ -107,6 +107,10 @@ class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSet
     # An invocation's first attempts all at once: 10 events to 2 subscriptions are 20 POSTs,
     # and each wave of them is one receiver's answer time more of the function's duration.
     first_attempt_concurrency: int = Field(32, ge=1, le=100)
+    # Where the analytics rows and first-attempt pages that could not be written go, for the
+    # spill function to write (jobhooks/spill): their events complete instead of retrying, which
+    # would POST their webhooks again. Empty: such an event is retried.
+    spill_queue_url: str = ""
 
     @field_validator("fetcher_keys_secret_arn")
     @classmethod
