@@ -5,11 +5,14 @@ subscriptions of one tenant, breaks one part of the path a third of the way in, 
 then checks that every event reached every subscription that matches it, that nothing arrived
 that was not sent, and that nothing is left in a queue or a dead-letter queue. The README's
 guarantee 1: broker restarts, shovel crashes, receiver outages and AWS errors only delay events.
+AWS's throttling and 5xx answers are injected at the botocore layer into the functions' own
+calls (`DevStack.faults`, jobhooks_tools/local/faults.py), each kind a function really makes.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 
 import pytest
@@ -94,3 +97,70 @@ def test_an_aws_outage_only_delays_events(bridge: Bridge) -> None:
 
     # The outage was felt: the functions' pollers could not reach SQS for a while.
     assert sqs_errors() > errors_before
+
+
+# What each function really calls: ingest reads the Fetcher keys (Secrets Manager), claims,
+# pages and records (DynamoDB), enqueues (SQS) and signs (KMS); deliver records (DynamoDB), backs
+# off and parks (SQS) and signs (KMS), and never calls Secrets Manager or Firehose. On the local
+# stack the analytics rows go to the local file sink, not Firehose: its failure is the spill
+# path's tests' (tests/integration/test_ingest_analytics.py).
+INGEST_KINDS = (
+    ("dynamodb", "ProvisionedThroughputExceededException", 400),
+    ("dynamodb", "ThrottlingException", 400),
+    ("sqs", "RequestThrottled", 400),
+    ("sqs", "ServiceUnavailable", 503),
+    ("kms", "ThrottlingException", 400),
+    # botocore names the service so in its events.
+    ("secrets-manager", "ServiceUnavailable", 503),
+)
+DELIVER_KINDS = (
+    ("dynamodb", "ProvisionedThroughputExceededException", 400),
+    ("dynamodb", "ThrottlingException", 400),
+    ("sqs", "RequestThrottled", 400),
+    ("sqs", "ServiceUnavailable", 503),
+    ("kms", "ThrottlingException", 400),
+)
+# What every run must have injected: DynamoDB is called by every invocation of both, SQS by every
+# ingest invocation. The others are injected whenever the function calls them during the fault
+# (deliver's SQS calls back off a failed POST; KMS decrypts a data key once per subscription and
+# warm process; the Fetcher keys are cached), which the test checks call by call.
+ALWAYS_CALLED = frozenset(
+    {("IngestFunction", "dynamodb"), ("IngestFunction", "sqs"), ("DeliverFunction", "dynamodb")}
+)
+
+
+def test_throttling_and_5xx_answers_in_ingest_and_deliver_lose_and_park_nothing(
+    bridge: Bridge,
+) -> None:
+    faults = bridge.stack.faults
+    rules = []
+    calls_before: Counter[tuple[str, str]] = Counter()
+
+    def aws_answers_throttling_and_5xx(bridge: Bridge) -> None:
+        calls_before.update(faults.calls)
+        for function, kinds in (
+            ("IngestFunction", INGEST_KINDS),
+            ("DeliverFunction", DELIVER_KINDS),
+        ):
+            for service, code, status in kinds:
+                # Two attempts of a call in a row: botocore's third one gets through.
+                rules.append((faults.inject(function, service, code, status, times=2), service))
+        # A receiver that fails for a moment: its first attempts fail, so the deliver function
+        # retries them while its own calls are answered with throttling.
+        bridge.receiver.go_down()
+        time.sleep(3)
+        bridge.receiver.come_back()
+
+    try:
+        deliver_everything_despite(bridge, aws_answers_throttling_and_5xx)
+    finally:
+        faults.clear()
+
+    hit = {(rule.function, service, rule.code) for rule, service in rules if rule.hits}
+    called = {key for key, count in faults.calls.items() if count > calls_before[key]}
+    for function, kinds in (("IngestFunction", INGEST_KINDS), ("DeliverFunction", DELIVER_KINDS)):
+        for service, code, _ in kinds:
+            if (function, service) in ALWAYS_CALLED or (function, service) in called:
+                assert (function, service, code) in hit, (function, service, code)
+    # Nothing that a retry would have delivered was parked, and nothing spilled is left over.
+    assert bridge.stack.queue_depth(bridge.stack.queue_url("SpillDeadLetterQueue")) == 0

@@ -103,7 +103,11 @@ def as_list(value: Any) -> list[Any]:
 
 def test_every_function_has_the_expected_sqs_event_source(template: dict[str, Any]) -> None:
     consumers = {function: queue for function, queue, _ in sqs_event_sources(template)}
-    assert consumers == {"IngestFunction": "IngestQueue", "DeliverFunction": "DeliveryQueue"}
+    assert consumers == {
+        "IngestFunction": "IngestQueue",
+        "DeliverFunction": "DeliveryQueue",
+        "SpillFunction": "SpillQueue",
+    }
 
 
 def test_every_sqs_event_source_reports_batch_item_failures(template: dict[str, Any]) -> None:
@@ -115,6 +119,10 @@ def test_sqs_event_sources_take_batch_size_and_concurrency_from_parameters(
     template: dict[str, Any],
 ) -> None:
     for function, _, event in sqs_event_sources(template):
+        if function == "SpillFunction":
+            # Rare, small work: fixed, and as little concurrency as Lambda allows.
+            assert (event["BatchSize"], event["ScalingConfig"]["MaximumConcurrency"]) == (10, 2)
+            continue
         assert set(event["BatchSize"]) == {"Ref"}, function
         assert set(event["ScalingConfig"]["MaximumConcurrency"]) == {"Ref"}, function
         batch = template["Parameters"][event["BatchSize"]["Ref"]]
@@ -143,6 +151,8 @@ def test_function_timeouts(template: dict[str, Any]) -> None:
         # FirstAttemptSeconds (at most 30) and 10 s for the writes after it.
         "IngestFunction": 40,
         "DeliverFunction": 60,
+        # A message is one write; a target that failed is not retried within the batch.
+        "SpillFunction": 60,
         "ApiFunction": 15,
         # API Gateway waits at most 10 s for an authorizer.
         "AuthorizerFunction": 5,
@@ -207,7 +217,20 @@ def identity_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[st
             documents += [p for p in as_list(props.get("Policies", [])) if isinstance(p, dict)]
         for document in documents:
             for statement in as_list(document.get("Statement", [])):
+                # A statement under a condition counts as granted (its condition's true case).
+                if set(statement) == {"Fn::If"}:
+                    statement = statement["Fn::If"][1]
                 yield logical_id, statement
+
+
+def policy_statements(template: dict[str, Any], role: str) -> list[Any]:
+    """The role's statements as written (a conditional one still wrapped in its Fn::If)."""
+    props = template["Resources"][role]["Properties"]
+    return [
+        statement
+        for policy in props.get("Policies", [])
+        for statement in as_list(policy["PolicyDocument"]["Statement"])
+    ]
 
 
 def test_functions_run_as_roles_written_in_the_template(template: dict[str, Any]) -> None:
@@ -330,6 +353,8 @@ INGEST_GRANTS = {
     arn_of("SubscriptionsTable"): {"dynamodb:GetItem", "dynamodb:PutItem"},
     arn_of("SubscriptionSecretsKey"): {"kms:Decrypt"},
     arn_of("DeliveryDeadLetterQueue"): {"sqs:SendMessage"},
+    # What it could not write after the webhooks (jobhooks.spill.queue.SpillQueue).
+    arn_of("SpillQueue"): {"sqs:SendMessage"},
 }  # fmt: skip
 # What only the ingest function's first attempts need: the API's quarantine replay runs ingest
 # in-process but enqueues its deliveries, so it makes no first attempt.
@@ -358,6 +383,35 @@ DELIVER_GRANTS = {
 
 def test_ingest_role_grants_exactly_what_ingest_calls(template: dict[str, Any]) -> None:
     assert actions_by_resource(template, "IngestRole") == INGEST_GRANTS
+
+
+# The spill function: its queue (consumed, and each retry's delay set), the DLQ it parks an
+# unreadable message in, Firehose (rows), the first-attempt pages (BatchWriteItem), and the
+# pseudonymization key when the stack has one (rows ingest could not pseudonymize).
+SPILL_GRANTS = {
+    arn_of("SpillLogGroup"): {"logs:CreateLogStream", "logs:PutLogEvents"},
+    arn_of("SpillQueue"): {
+        "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
+        "sqs:ChangeMessageVisibility",
+    },
+    arn_of("SpillDeadLetterQueue"): {"sqs:SendMessage"},
+    arn_of("AnalyticsDeliveryStream"): {"firehose:PutRecordBatch"},
+    arn_of("FirstAttemptsTable"): {"dynamodb:BatchWriteItem"},
+    repr({"Ref": "AnalyticsPseudonymizationKey"}): {"secretsmanager:GetSecretValue"},
+}  # fmt: skip
+
+
+def test_spill_role_grants_exactly_what_the_spill_function_calls(
+    template: dict[str, Any],
+) -> None:
+    assert actions_by_resource(template, "SpillRole") == SPILL_GRANTS
+    # The key's statement exists only with pseudonymization on.
+    (conditional,) = [
+        s for s in policy_statements(template, "SpillRole") if isinstance(s, dict) and "Fn::If" in s
+    ]
+    condition, statement, otherwise = conditional["Fn::If"]
+    assert condition == "PseudonymizeAnalytics" and otherwise == {"Ref": "AWS::NoValue"}
+    assert statement["Action"] == "secretsmanager:GetSecretValue"
 
 
 def test_deliver_role_grants_exactly_what_deliver_calls(template: dict[str, Any]) -> None:
@@ -674,11 +728,15 @@ def test_alarms_cover_dead_letters_quarantine_queue_age_and_function_health(
         return targets
 
     dlq_alarms = alarms_on(template, "AWS/SQS", "ApproximateNumberOfMessagesVisible")
-    assert dimension_targets(dlq_alarms) == {"IngestDeadLetterQueue", "DeliveryDeadLetterQueue"}
+    assert dimension_targets(dlq_alarms) == {
+        "IngestDeadLetterQueue",
+        "DeliveryDeadLetterQueue",
+        "SpillDeadLetterQueue",
+    }
     for alarm in dlq_alarms:
         assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
     age_alarms = alarms_on(template, "AWS/SQS", "ApproximateAgeOfOldestMessage")
-    assert dimension_targets(age_alarms) == {"IngestQueue", "DeliveryQueue"}
+    assert dimension_targets(age_alarms) == {"IngestQueue", "DeliveryQueue", "SpillQueue"}
     functions = set(resources(template, FUNCTION))
     # The API function answers every failure itself (a handled 500), so Lambda's Errors never
     # counts it: the API's own 5xx alarm below watches it instead.

@@ -4,11 +4,14 @@ the choice between it and receive-and-resend, and resend on the ingest DLQ for r
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import boto3
 import pytest
 from botocore.stub import Stubber
+from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.management.settings import RedriveMethod, effective_redrive_method
+from jobhooks.spill.messages import SpilledRows, spill_messages
 from jobhooks_tools.local.template import LocalResources
 from jobhooks_tools.sample_events import demo_key, make_job_event
 
@@ -188,3 +191,41 @@ def test_resend_moves_the_ingest_dlq_back_without_loss(stack: LocalResources) ->
             moved.add(message["Body"])
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
     assert moved == bodies
+
+
+def test_the_spill_dlq_is_listed_with_what_it_holds_and_redriven_to_the_spill_queue(
+    stack: LocalResources,
+) -> None:
+    sqs = boto3.client("sqs")
+    dlq_url = stack.queue_url("SpillDeadLetterQueue")
+    rows = SpilledRows(
+        tuple(
+            AnalyticsRow(
+                timestamp_utc=datetime(2026, 7, 13, tzinfo=UTC),
+                event_id=f"fetcher.job.completed.job-{n}",
+                release="unknown",
+                account_id="acme",
+                job_id=f"job-{n}",
+                job_name="report",
+                queue_name="q",
+                attempt_count=1,
+                queue_wait_ms=0,
+                duration_ms=5,
+                status="success",
+                unmeasured=(),
+            )
+            for n in range(3)
+        ),
+        pseudonymized=True,
+    )
+    (body,) = spill_messages(rows)
+    sqs.send_message(QueueUrl=dlq_url, MessageBody=body)
+    api = InProcessApi()
+    with use_context(api.module):
+        listed = api.get("/v1/dlq", queue="spill")
+        (parked,) = listed.body["messages"]
+        assert (parked["spill_kind"], parked["spilled_items"]) == ("analytics_rows", 3)
+        moved = api.post("/v1/dlq/redrive", {"queue": "spill", "method": "resend"})
+        assert (moved.body["moved"], moved.body["remaining"]) == (1, 0)
+    (back,) = sqs.receive_message(QueueUrl=stack.queue_url("SpillQueue")).get("Messages", [])
+    assert back["Body"] == body

@@ -18,15 +18,18 @@ import boto3
 import pytest
 from jobhooks.analytics.columns import COLUMN_NAMES, record_problems
 from jobhooks.analytics.exceptions import AnalyticsWriteError
-from jobhooks.inbound.envelope import ForwardedMessage
 from jobhooks.ingest.model import IngestOutcome
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.wiring import build_ingest_service
+from jobhooks.management.dlq import resend_parked
 from jobhooks.management.exceptions import api_error_for
+from jobhooks.spill.messages import read_spill_message
+from jobhooks_tools.local.event_source import SqsEventSource
 from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import LocalResources
 from jobhooks_tools.sample_events import demo_key, make_job_event, re_emit
 
+from tests.integration.api_support import load_function
 from tests.integration.test_ingest import (
     NEW_KEY,
     Bridge,
@@ -37,6 +40,8 @@ from tests.integration.test_ingest import (
 )
 
 PREFIX = "background_job_completed/"
+# template.yaml's SpillQueue maxReceiveCount.
+SPILL_MAX_RECEIVES = 30
 
 
 @pytest.fixture(scope="module")
@@ -124,50 +129,74 @@ def test_every_verified_deduplicated_event_is_one_row_matched_or_not(
     )
 
 
-def test_a_failed_firehose_put_retries_the_record_and_loses_neither_the_row_nor_a_webhook(
+def spill_poller(bridge: Bridge) -> SqsEventSource:
+    """functions/spill/app.py, loaded afresh (its settings are read at import), driven by the
+    SQS event source as Lambda drives it."""
+    return SqsEventSource(
+        bridge.stack.queue_url("SpillQueue"),
+        load_function("spill").handler,
+        sqs_client=bridge.sqs,
+        strict_responses=True,
+        wait_time_seconds=0,
+        function_timeout_seconds=10,
+    )
+
+
+def test_a_failed_firehose_put_spills_the_row_and_its_webhook_goes_out_once(
     bridge: Bridge, stream: Stream
 ) -> None:
     bridge.subscribe("acme")
-    bridge.retry_quickly(lease_seconds=60)  # the claim is released: no lease to wait for
     bridge.faults.fail("PutRecordBatch", code="ServiceUnavailableException")
     event = event_for()
     bridge.send(event)
-    poller = bridge.poller()
 
-    first = poller.run_once()
+    first = bridge.poller().run_once()
 
-    assert first.failed == 1
-    assert bridge.claim_item(event_id_of(event)) is None  # released for the retry
-    (webhook,) = bridge.take_deliveries()  # on its way before the row was attempted
+    # The record is acknowledged and its claim done: nothing sends its webhook again.
+    assert (first.succeeded, first.failed) == (1, 0)
+    assert bridge.claim_state(event_id_of(event)) == "done"
+    (webhook,) = bridge.take_deliveries()
     assert stream.rows() == []
 
-    retried = poller.run_until_idle(20, include_in_flight=True)
+    # The spill function writes the row into the same stream.
+    drained = spill_poller(bridge).run_until_idle(20, include_in_flight=True)
 
-    assert (retried.succeeded, retried.failed) == (1, 0)
+    assert (drained.succeeded, drained.failed) == (1, 0)
     (row,) = stream.rows()
-    assert row["event_id"] == event_id_of(event)
-    # The retry sends the same delivery again: deliver skips it once it has succeeded.
-    (again,) = bridge.take_deliveries()
-    assert (again.delivery_id, again.payload) == (webhook.delivery_id, webhook.payload)
-    assert bridge.claim_state(event_id_of(event)) == "done"
+    assert row["event_id"] == event_id_of(event) and record_problems(row) == []
+    assert bridge.take_deliveries() == [] and bridge.run().received == 0
+    assert webhook.event_id == event_id_of(event)
 
 
-def test_a_stream_that_stays_down_parks_the_record_in_the_ingest_dlq(
+def test_a_stream_that_stays_down_parks_the_rows_in_the_spill_dlq_never_the_record(
     bridge: Bridge, stream: Stream
 ) -> None:
-    bridge.retry_quickly(lease_seconds=60)
-    bridge.faults.fail("PutRecordBatch", code="ServiceUnavailableException", times=100)
+    # Retries at once instead of after a minute, then an hour: the queue's 30 receives in
+    # seconds.
+    bridge.configure(JOBHOOKS_SPILL_FIRST_RETRY_SECONDS="0", JOBHOOKS_SPILL_MAX_RETRY_SECONDS="0")
+    firehose_down = bridge.faults.fail(
+        "PutRecordBatch", code="ServiceUnavailableException", times=1000
+    )
     event = event_for("initech")
     bridge.send(event)
 
-    bridge.run(max_seconds=30)
+    stats = bridge.run(max_seconds=30)
+    drained = spill_poller(bridge).run_until_idle(60, include_in_flight=True)
 
-    assert stream.rows() == []
-    dlq = bridge.stack.queue_url("IngestDeadLetterQueue")
-    (parked,) = bridge.peek(dlq)
-    # Kept whole: `jobhooks dlq redrive` brings it back once the stream works again.
-    assert ForwardedMessage.from_json(parked["Body"]).body == event.body
-    assert bridge.claim_item(event_id_of(event)) is None
+    assert (stats.succeeded, stats.failed) == (1, 0)
+    assert bridge.peek(bridge.stack.queue_url("IngestDeadLetterQueue")) == []
+    assert drained.failed == SPILL_MAX_RECEIVES and stream.rows() == []
+    spill_dlq = bridge.stack.queue_url("SpillDeadLetterQueue")
+    (parked,) = bridge.peek(spill_dlq)
+    (spilled,) = read_spill_message(parked["Body"]).rows  # type: ignore[union-attr]
+    assert spilled.event_id == event_id_of(event)
+
+    # The runbook: once Firehose works, redrive the spill DLQ; the row is written then.
+    firehose_down.times = 0
+    moved, remaining = resend_parked(bridge.sqs, spill_dlq, bridge.stack.queue_url("SpillQueue"))
+    assert (moved, remaining) == (1, 0)
+    spill_poller(bridge).run_until_idle(20, include_in_flight=True)
+    assert [row["event_id"] for row in stream.rows()] == [event_id_of(event)]
 
 
 def test_a_quarantine_replay_writes_the_row_and_a_re_fan_out_does_not(

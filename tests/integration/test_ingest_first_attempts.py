@@ -31,6 +31,8 @@ from jobhooks.ingest.model import IngestOutcome, IngestResult
 from jobhooks.ingest.service import IngestService
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.wiring import build_ingest_service
+from jobhooks.spill.settings import SpillSettings
+from jobhooks.spill.wiring import build_spill_drain
 from jobhooks.subscriptions import Subscription, SubscriptionStatus
 from jobhooks.webhook_signature import webhook_id_for
 from jobhooks_tools.local.template import LocalResources
@@ -140,10 +142,40 @@ class World:
     def pages(self) -> FirstAttemptLog:
         return FirstAttemptLog(self.stack.table_name("FirstAttemptsTable"), self.bench.dynamodb)
 
+    def drain_spill(self) -> dict[str, Any]:
+        """Run the spill function's use case on what the spill queue holds now."""
+        queue_url = self.stack.queue_url("SpillQueue")
+        messages = self.bench.raw_sqs.receive_message(
+            QueueUrl=queue_url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=0,
+            AttributeNames=["ApproximateReceiveCount"],
+        ).get("Messages", [])
+        assert messages, "nothing was spilled"
+        drain = build_spill_drain(SpillSettings.from_env())
+        answer = drain.drain_batch({"Records": [lambda_record(m) for m in messages]})
+        failed = {f["itemIdentifier"] for f in answer["batchItemFailures"]}
+        for message in messages:
+            if message["MessageId"] not in failed:
+                self.bench.raw_sqs.delete_message(
+                    QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"]
+                )
+        return answer
+
     def delivery_items(self) -> int:
         return int(
             self.bench.dynamodb.scan(TableName=self.bench.deliveries_table, Select="COUNT")["Count"]
         )
+
+
+def lambda_record(message: dict[str, Any]) -> dict[str, Any]:
+    """An SQS message as Lambda's event source hands it to a function."""
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": message.get("Attributes", {}),
+    }
 
 
 def event_id_of(event: SampleEvent) -> str:
@@ -157,7 +189,7 @@ def world_factory(stack: LocalResources, monkeypatch: pytest.MonkeyPatch) -> Ite
     worlds: list[World] = []
     benches: list[Any] = []
 
-    def make(**variables: str) -> World:
+    def make(*, spill: bool = False, **variables: str) -> World:
         monkeypatch.setenv("JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS", "true")
         for name, value in variables.items():
             monkeypatch.setenv(name, value)
@@ -168,7 +200,7 @@ def world_factory(stack: LocalResources, monkeypatch: pytest.MonkeyPatch) -> Ite
         faults = PageWriteFault()
         session.events.register("before-call", faults.before_call)
         ingest = build_ingest_service(
-            IngestSettings.from_env(), session=session, first_attempts=True
+            IngestSettings.from_env(), session=session, first_attempts=True, spill=spill
         )
         assert ingest.first_attempts is not None
         clock = BreakerClock()
@@ -379,7 +411,34 @@ def test_a_disabled_subscriptions_task_is_enqueued_unattempted_and_parked_by_del
 # -- failures after the POSTs, retries and duplicates -------------------------------------------
 
 
-def test_a_page_write_failure_releases_the_claim_and_the_retry_posts_again_with_the_same_id(
+def test_a_page_write_failure_is_spilled_and_the_webhook_goes_out_once(
+    world_factory: Any,
+) -> None:
+    # As the ingest function is wired: with the spill queue of template.yaml.
+    world = world_factory(spill=True)
+    receiver = world.bench.receiver()
+    issued = world.bench.subscribe(receiver)
+    event = world.event()
+    world.faults.times = 1
+
+    [result] = world.run(event)
+
+    # The event is done: nothing retries it, so its webhook is not POSTed again.
+    assert isinstance(result, IngestResult) and result.outcome is IngestOutcome.ACCEPTED
+    assert world.claim_state(event_id_of(event)) == "done"
+    assert receiver.count == 1
+    assert world.pages().newest(issued.subscription.subscription_id) == []
+
+    # The spill function writes the page: the delivery's history is whole again.
+    drained = world.drain_spill()
+    assert drained == {"batchItemFailures": []}
+    [stored] = world.pages().newest(issued.subscription.subscription_id)
+    assert [s.event_id for s in stored.page.successes] == [event_id_of(event)]
+    assert stored.page.batch_id == world.claim_batch(event_id_of(event))
+    assert receiver.count == 1 and world.queued() == []
+
+
+def test_without_a_spill_queue_a_page_write_failure_retries_and_posts_again_with_the_same_id(
     world: World,
 ) -> None:
     receiver = world.bench.receiver()

@@ -1,6 +1,7 @@
 """The analytics row of the ingest use case: when it is written, when it is not, and what a sink
 that fails does to the record and its webhooks (docs/analytics.md, "When a row cannot be
-written").
+written"): with a spill queue (the ingest function) the row is spilled and the event completes;
+without one (the management API's replays) the record is retried.
 
 The stores are the journal-writing fakes of test_ingest_service.py; the recorder is the real
 `AnalyticsRecorder` over a sink that writes to the same journal, so the order of side effects
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pytest
-from jobhooks.analytics.exceptions import AnalyticsWriteError
+from jobhooks.analytics.exceptions import AnalyticsWriteError, PseudonymizationKeyError
 from jobhooks.analytics.recorder import AnalyticsRecorder
 from jobhooks.analytics.row import AnalyticsRow, row_from_outcome
 from jobhooks.analytics.sink import AnalyticsSink
@@ -24,6 +25,8 @@ from jobhooks.ingest.fetcher_keys import StaticKeys
 from jobhooks.ingest.model import ClaimState, EventRecord, IngestOutcome, QuarantinedMessage
 from jobhooks.ingest.service import IngestService
 from jobhooks.ingest.telemetry import IngestTelemetry
+from jobhooks.spill.exceptions import SpillRefusedError
+from jobhooks.spill.messages import SpilledRows, SpillMessage
 from jobhooks_tools.sample_events import demo_key, make_job_event
 
 from tests.unit.test_ingest_service import (
@@ -80,6 +83,31 @@ class ReplayableQuarantine(FakeQuarantine):
         self, quarantine_id: str, *, outcome: str, replayed_as: str | None = None
     ) -> None:
         self.journal(f"mark replayed {outcome}")
+
+
+@dataclass
+class JournalSpill:
+    """The spill queue: keeps what it is given, or refuses the next `refuse_times` calls."""
+
+    journal: Journal
+    spilled: list[SpillMessage] = field(default_factory=list)
+    refuse_times: int = 0
+
+    def spill(self, spilled: SpillMessage) -> int:
+        kind = "rows" if isinstance(spilled, SpilledRows) else "pages"
+        self.journal(f"spill {kind}")
+        if self.refuse_times:
+            self.refuse_times -= 1
+            raise SpillRefusedError(kind, "ServiceUnavailable")
+        self.spilled.append(spilled)
+        return 1
+
+
+class UnreadableKey:
+    """A pseudonymizer whose key Secrets Manager will not give."""
+
+    def pseudonym(self, column: str, value: str) -> str:
+        raise PseudonymizationKeyError("GetSecretValue on the key's secret failed: Throttling")
 
 
 @dataclass
@@ -196,6 +224,79 @@ def test_a_failing_sink_neither_loses_the_row_nor_blocks_or_duplicates_the_webho
         first.webhook_id,
         first.payload,
     )
+
+
+@pytest.fixture
+def spilling(world: World) -> JournalSpill:
+    """The world as the ingest function is wired: with a spill queue."""
+    spill = JournalSpill(world.journal)
+    world.service.spill = spill
+    return spill
+
+
+def test_a_failing_sink_spills_the_row_and_completes_the_event_so_no_webhook_goes_again(
+    world: World, spilling: JournalSpill, caplog: pytest.LogCaptureFixture
+) -> None:
+    world.sink.fail_times = 1
+    event = signed()
+
+    with caplog.at_level(logging.WARNING, logger="tests.ingest"):
+        result = world.service.ingest_record(message(event))
+
+    # Acknowledged: SQS never delivers the record again, so its webhooks are not sent again.
+    assert result.outcome is IngestOutcome.ACCEPTED
+    assert world.journal.entries == [
+        "claim lease=60000",
+        "enqueue 1",
+        "row success",
+        "spill rows",
+        "complete matched=1",
+    ]
+    assert world.sink.rows == []
+    (spilled,) = spilling.spilled
+    verified = read_forwarded_message(
+        event.forwarded().to_json(), VerificationPolicy(keys=(demo_key(),)), NOW
+    )
+    assert spilled == SpilledRows((row_from_outcome(to_outcome(verified)),), pseudonymized=True)
+    # A warning that says where the row went, not an error about a retry.
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("spilled for the spill function" in r.getMessage() for r in caplog.records)
+
+
+def test_rows_whose_key_cannot_be_read_are_spilled_raw_for_the_spill_function_to_pseudonymize(
+    world: World, spilling: JournalSpill
+) -> None:
+    world.service.analytics = AnalyticsRecorder(world.sink, pseudonymizer=UnreadableKey())
+
+    result = world.service.ingest_record(message(signed(job_id="job-3")))
+
+    assert result.outcome is IngestOutcome.ACCEPTED
+    (spilled,) = spilling.spilled
+    assert isinstance(spilled, SpilledRows) and spilled.pseudonymized is False
+    assert [row.job_id for row in spilled.rows] == ["job-3"]
+    assert world.sink.rows == []  # never written with raw ids
+
+
+def test_when_the_spill_queue_refuses_too_the_event_retries_as_without_one(
+    world: World, spilling: JournalSpill, caplog: pytest.LogCaptureFixture
+) -> None:
+    world.sink.fail_times = 1
+    spilling.refuse_times = 1
+    event = signed()
+
+    with (
+        caplog.at_level(logging.WARNING, logger="tests.ingest"),
+        pytest.raises(AnalyticsWriteError),
+    ):
+        world.service.ingest_record(message(event))
+
+    assert world.journal.entries[-2:] == ["spill rows", "release"]
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert any("spill queue refused them" in text for text in errors)
+
+    world.journal.entries.clear()
+    assert world.service.ingest_record(message(event)).outcome is IngestOutcome.ACCEPTED
+    assert len(world.sink.rows) == 1 and spilling.spilled == []
 
 
 def test_a_failed_write_is_logged_as_an_error_with_its_code(

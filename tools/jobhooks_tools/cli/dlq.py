@@ -14,7 +14,7 @@ from jobhooks_tools.cli.tables import (
     short_time,
 )
 
-QUEUES = ("delivery", "ingest")
+QUEUES = ("delivery", "ingest", "spill")
 METHODS = ("auto", "move_task", "resend")
 
 
@@ -22,8 +22,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "dlq",
         help="dead-letter queues: count, peek, redrive",
-        description="Count and peek at the delivery and ingest dead-letter queues, and move "
-        "their messages back (see `jobhooks dlq COMMAND --help`).",
+        description="Count and peek at the delivery, ingest and spill dead-letter queues, and "
+        "move their messages back (see `jobhooks dlq COMMAND --help`).",
     )
     commands = parser.add_subparsers(dest="dlq_command", metavar="COMMAND", required=True)
     connection = connection_arguments()
@@ -46,7 +46,8 @@ def register(subparsers: Any) -> None:
         "redrive",
         parents=[connection],
         help="move a dead-letter queue's messages back to their source queue",
-        description="Move the messages back so they are delivered (or ingested) again. On AWS "
+        description="Move the messages back so they are delivered (ingested, written) again. "
+        "On AWS "
         "SQS moves them itself (StartMessageMoveTask); the local stack receives and resends "
         "them. JOBHOOKS_DLQ_REDRIVE on the API decides, --method overrides it. Prints the "
         "result as JSON.",
@@ -72,7 +73,9 @@ def run_list(args: argparse.Namespace) -> int:
     if task:
         print(f"move task: {task['status']}, {task.get('moved')} of {task.get('to_move')} moved")
     if listing["messages"]:
-        columns = DELIVERY_COLUMNS if args.queue == "delivery" else INGEST_COLUMNS
+        columns = {"delivery": DELIVERY_COLUMNS, "spill": SPILL_COLUMNS}.get(
+            args.queue, INGEST_COLUMNS
+        )
         print(render_table(listing["messages"], columns))
     return 0
 
@@ -97,5 +100,12 @@ DELIVERY_COLUMNS = (
 INGEST_COLUMNS = (
     Column("MESSAGE", lambda row: row["message_id"]),
     Column("EVENT", lambda row: row.get("event_id"), flexible=True, min_width=12),
+    Column("SENT", lambda row: short_time(row.get("sent_at"))),
+)
+
+SPILL_COLUMNS = (
+    Column("MESSAGE", lambda row: row["message_id"]),
+    Column("KIND", lambda row: row.get("spill_kind"), flexible=True, min_width=4),
+    Column("ITEMS", lambda row: row.get("spilled_items")),
     Column("SENT", lambda row: short_time(row.get("sent_at"))),
 )

@@ -10,7 +10,9 @@ In the order an event flows through it:
    refuse connections (an AWS outage on demand), with every queue, table, key and secret of
    template.yaml provisioned from the template itself (`jobhooks_tools.local.template`).
 4. **the functions**: the handlers of `functions/` loaded from their files, each driven by the
-   SQS event-source poller with the batch size, timeout and memory the template gives it.
+   SQS event-source poller with the batch size, timeout and memory the template gives it
+   (ingest, deliver and spill), each invocation's AWS calls marked as its function's, where
+   `faults` can answer them with throttling or 5xx (`jobhooks_tools.local.faults`).
 5. **the management API** on a loopback port.
 6. **the analytics table** in files under the data directory (`<data dir>/analytics`, what
    `JOBHOOKS_ANALYTICS_DIR` names for ingest and the API): the local file sink and DuckDB stand
@@ -58,6 +60,7 @@ from jobhooks_tools.local import aws_limits, iam
 from jobhooks_tools.local.activity import Activity, ActivityFeed
 from jobhooks_tools.local.analytics import install_local_backend
 from jobhooks_tools.local.event_source import LambdaContext, SqsEventSource
+from jobhooks_tools.local.faults import FaultInjector, invoking_as
 from jobhooks_tools.local.moto_server import (
     LOCAL_REGION,
     MotoServer,
@@ -176,6 +179,8 @@ class DevStack:
         self.aws_proxy: TcpProxy | None = None
         self.resources: LocalResources | None = None
         self.event_sources: dict[str, SqsEventSource] = {}
+        # Throttling and 5xx answers on demand, per function and service (tests/e2e).
+        self.faults = FaultInjector()
         self.api_url: str | None = None
         self.log_path: Path | None = None
         self._owns_broker = False
@@ -215,6 +220,7 @@ class DevStack:
             # Before any client exists: clients copy their session's hooks when made.
             self._installed_aws_limits = aws_limits.install()
             self._installed_iam = iam.install()
+            self.faults.install()
             self._open_log()
             self._open_data_dir()
             self._find_or_start_broker_in_background()
@@ -272,6 +278,7 @@ class DevStack:
         if self._installed_iam:
             iam.uninstall()
             self._installed_iam = False
+        self.faults.uninstall()
 
     def __enter__(self) -> DevStack:
         return self.start()
@@ -611,22 +618,23 @@ class DevStack:
         self, function: LocalFunction, handler: Callable[..., Any]
     ) -> Callable[[dict[str, Any], LambdaContext], object]:
         hook = self.settings.on_invocation
-        if hook is None:
-            return handler
 
         def invoke(event: dict[str, Any], context: LambdaContext) -> object:
             started = time.perf_counter()
             try:
-                return handler(event, context)
+                # Its AWS calls are the function's (`faults`: rules name the function).
+                with invoking_as(function.logical_id):
+                    return handler(event, context)
             finally:
-                hook(
-                    Invocation(
-                        function.logical_id,
-                        len(event.get("Records", [])),
-                        time.perf_counter() - started,
-                        function.memory_mb,
+                if hook is not None:
+                    hook(
+                        Invocation(
+                            function.logical_id,
+                            len(event.get("Records", [])),
+                            time.perf_counter() - started,
+                            function.memory_mb,
+                        )
                     )
-                )
 
         return invoke
 

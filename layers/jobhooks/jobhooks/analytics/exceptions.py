@@ -16,11 +16,12 @@ class AnalyticsError(JobhooksError):
 class AnalyticsWriteError(AnalyticsError):
     """Rows were not accepted by the sink after a bounded number of attempts.
 
-    The ingest caller turns this into "record not completed": the claim is released and SQS
-    delivers the record again. Its deliveries were enqueued before the row was written, so the
-    webhooks are not delayed; only the completion of the claim is. Some rows of the call may
-    have been written already: the outcomes view reads one row per `event_id`, so the retry's
-    second copy changes no answer.
+    The ingest function sends them to the spill queue and completes the events
+    (`jobhooks.spill`): their webhooks already went out, and a retry would POST them again.
+    Without a spill queue (the management API's replays), or when it refuses too, the record is
+    not completed: its claim is released and SQS delivers it again. Some rows of the call may
+    have been written already: the outcomes view reads one row per `event_id`, so a second
+    copy changes no answer.
     """
 
     code = "analytics_write_failed"
@@ -30,9 +31,10 @@ class AnalyticsWriteError(AnalyticsError):
 
     def __init__(self, failed: int, total: int, cause: str) -> None:
         super().__init__(
-            f"{failed} of {total} analytics rows were not written ({cause}); the ingest "
-            "record is retried (its webhooks are already on their way). If it persists, check "
-            'the sink: docs/analytics.md, "When a row cannot be written"'
+            f"{failed} of {total} analytics rows were not written ({cause}); they are "
+            "spilled for the spill function to write (or, where there is no spill queue, the "
+            'record is retried). If it persists, check the sink: docs/analytics.md, "When a '
+            'row cannot be written"'
         )
         self.failed = failed
         self.total = total

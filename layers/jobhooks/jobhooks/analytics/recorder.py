@@ -25,8 +25,13 @@ class AnalyticsRecorder:
         self.sink = sink
         self.pseudonymizer = pseudonymizer
 
-    def rows_for(self, outcomes: Sequence[Outcome]) -> list[AnalyticsRow]:
-        return [row_from_outcome(outcome, pseudonymizer=self.pseudonymizer) for outcome in outcomes]
+    def rows_for(
+        self, outcomes: Sequence[Outcome], *, pseudonymize: bool = True
+    ) -> list[AnalyticsRow]:
+        """The outcomes' rows; `pseudonymize` False keeps the raw ids (the spill path, when the
+        key cannot be read: the spill function pseudonymizes them before they are written)."""
+        pseudonymizer = self.pseudonymizer if pseudonymize else None
+        return [row_from_outcome(outcome, pseudonymizer=pseudonymizer) for outcome in outcomes]
 
     def record(self, outcomes: Sequence[Outcome]) -> None:
         """Write one row per outcome; raises `AnalyticsError` (the caller retries the record)."""

@@ -67,6 +67,9 @@ from jobhooks.subscriptions.model import Subscription
 
 _log = logging.getLogger(__name__)
 
+# Where pages whose write failed can go instead (ingest's spill queue): True when kept there.
+PageSpill = Callable[[Sequence[FirstAttemptPage], Exception], bool]
+
 DEFAULT_PHASE_SECONDS: Final = 5.0
 # An answer slower than this, even a 2xx, opens the endpoint's circuit like a failure: its next
 # deliveries go through the deliver function instead of holding everyone's ingest invocation.
@@ -145,11 +148,18 @@ class FirstAttemptStage:
         self.dispatcher.close()
 
     def deliver_first(
-        self, events: Sequence[EventDeliveries], *, remaining_ms: int | None = None
+        self,
+        events: Sequence[EventDeliveries],
+        *,
+        remaining_ms: int | None = None,
+        spill_pages: PageSpill | None = None,
     ) -> FirstAttemptReport:
         """POST every event's deliveries now, then settle each attempt: records first (a failed
         attempt's, a gone one's, a parked one's), then the successes' pages, one per
-        subscription and batch, so one write covers ten events or more."""
+        subscription and batch, so one write covers ten events or more.
+
+        `spill_pages` takes the pages when their write fails; when it says it kept them, the
+        events complete: retrying them would POST their webhooks again."""
         pairs = [pair for event in events for pair in event.deliveries]
         posted = self.dispatcher.attempt(pairs, remaining_ms=remaining_ms) if pairs else []
         by_event: dict[str, list[Posted]] = {}
@@ -174,7 +184,7 @@ class FirstAttemptStage:
                 pages.setdefault((subscription_id, event.batch_id), []).append(
                     (event.event_id, success)
                 )
-        self._write_pages(pages, tenants, report)
+        self._write_pages(pages, tenants, report, spill_pages)
         return FirstAttemptReport(report.to_enqueue, report.failed, tuple(outcomes))
 
     def _settle(self, posted: Posted, source: _FirstAttemptOf) -> DeliveryOutcome:
@@ -190,6 +200,7 @@ class FirstAttemptStage:
         pages: dict[tuple[str, str], list[tuple[str, FirstAttempt]]],
         tenants: dict[str, str],
         report: FirstAttemptReport,
+        spill_pages: PageSpill | None,
     ) -> None:
         written = [
             FirstAttemptPage(
@@ -205,6 +216,8 @@ class FirstAttemptStage:
         try:
             self._pages.write(written)
         except Exception as error:
+            if spill_pages is not None and spill_pages(written, error):
+                return
             # Which page was refused is not known: every event with a success retries.
             for entries in pages.values():
                 for event_id, _ in entries:

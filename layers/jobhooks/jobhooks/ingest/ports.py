@@ -3,9 +3,10 @@
 They speak the model's types (`model`), never an adapter's: `claims.ClaimStore`,
 `quarantine.QuarantineStore`, `fan_out.DeliveryQueue`, `busy_records.BusyRecords` and the
 subscription store are the DynamoDB and SQS adapters,
-`jobhooks.analytics.recorder.AnalyticsRecorder` writes the analytics rows, and the delivery
+`jobhooks.analytics.recorder.AnalyticsRecorder` writes the analytics rows, the delivery
 package's first-attempt stage (`jobhooks.delivery.first_attempt.FirstAttemptStage`) makes the
-first attempts; tests may pass in-memory fakes.
+first attempts, and `jobhooks.spill.queue.SpillQueue` keeps what could not be written after
+the webhooks; tests may pass in-memory fakes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from jobhooks.delivery.first_attempt import EventDeliveries, FirstAttemptReport
+from jobhooks.analytics.row import AnalyticsRow
+from jobhooks.delivery.first_attempt import EventDeliveries, FirstAttemptReport, PageSpill
 from jobhooks.delivery_task import QueuedTask
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.outcome import Outcome
@@ -27,6 +29,7 @@ from jobhooks.ingest.model import (
     FanOutPlan,
     QuarantinedMessage,
 )
+from jobhooks.spill.messages import SpillMessage
 from jobhooks.subscriptions.model import Subscription
 
 
@@ -84,7 +87,11 @@ class FirstAttempts(Protocol):
     pages, a 410's disable); says, per event, what is left to enqueue."""
 
     def deliver_first(
-        self, events: Sequence[EventDeliveries], *, remaining_ms: int | None = None
+        self,
+        events: Sequence[EventDeliveries],
+        *,
+        remaining_ms: int | None = None,
+        spill_pages: PageSpill | None = None,
     ) -> FirstAttemptReport: ...
 
 
@@ -97,3 +104,15 @@ class BusyRecordRetry(Protocol):
 class OutcomeRecorder(Protocol):
     def record(self, outcomes: Sequence[Outcome]) -> None:
         """One analytics row per outcome; raises `AnalyticsError` when they were not written."""
+
+    def rows_for(
+        self, outcomes: Sequence[Outcome], *, pseudonymize: bool = True
+    ) -> list[AnalyticsRow]:
+        """The rows `record` writes (raw ids with `pseudonymize` False), for the spill path."""
+
+
+class Spill(Protocol):
+    """Where ingest keeps writes that failed after the webhooks (`jobhooks.spill`)."""
+
+    def spill(self, spilled: SpillMessage) -> int:
+        """Send them for the spill function to write; raises when they were not taken."""

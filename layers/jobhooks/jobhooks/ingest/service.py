@@ -24,12 +24,14 @@ flows:
 A message's result is returned only when it may be acknowledged. An event that fails after
 step 2 has its claim released (conditional on its token) and its error returned, so the retry
 starts over at once; the other events go on. A crash leaves the claims to their lease and their
-completion record. The rows are written after the deliveries are enqueued, so a sink that fails
-delays the claims' completion, never a webhook: the retry enqueues the same delivery tasks (same
-ids, deduplicated by deliver) and writes the rows then (docs/analytics.md, "When a row cannot
-be written"). A retried event makes its first attempts again: a receiver that already got the
-webhook gets it again with the same `webhook-id` (docs/delivery.md). `ingest_record` is the
-same path for one message. The management API re-fans an event out (`refan_out`, no row: the
+completion record. A retried event makes its first attempts again: a receiver that already got
+the webhook gets it again with the same `webhook-id` (docs/delivery.md). So the two writes
+that are not about delivery, the first-attempt pages (3) and the analytics rows (5), never fail
+an event when they fail: what was not written goes to the spill queue (`spill`, `jobhooks.spill`)
+for the spill function to write, and the claims complete (docs/ingest.md, "When a write after
+the webhooks fails"). Only when the spill queue refuses too, or there is none (the management
+API's service, which makes no first attempt), does the event fail as above. `ingest_record` is
+the same path for one message. The management API re-fans an event out (`refan_out`, no row: the
 event has one) and replays a quarantined message through this same path (`reingest`, a row);
 its service has no first attempts: every task goes through the delivery queue.
 """
@@ -41,9 +43,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
 
-from jobhooks.analytics.exceptions import AnalyticsError
+from jobhooks.analytics.exceptions import AnalyticsError, PseudonymizationKeyError
 from jobhooks.delivery.first_attempt import EventDeliveries
-from jobhooks.delivery.first_attempts import new_batch_id
+from jobhooks.delivery.first_attempts import FirstAttemptPage, new_batch_id
 from jobhooks.delivery.model import DeliveryOutcome
 from jobhooks.delivery_task import DeliveryTask, QueuedTask
 from jobhooks.inbound.event import JobEvent
@@ -76,9 +78,11 @@ from jobhooks.ingest.ports import (
     FirstAttempts,
     OutcomeRecorder,
     Quarantine,
+    Spill,
     SubscriptionMatcher,
 )
 from jobhooks.ingest.telemetry import IngestTelemetry
+from jobhooks.spill.messages import SpilledPages, SpilledRows
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
@@ -127,6 +131,7 @@ class IngestService:
         busy_records: BusyRecordRetry | None = None,
         analytics: OutcomeRecorder | None = None,
         first_attempts: FirstAttempts | Callable[[], FirstAttempts] | None = None,
+        spill: Spill | None = None,
     ) -> None:
         """`policy` gives the freshness and legacy rules; its keys are replaced by `keys`.
 
@@ -137,6 +142,8 @@ class IngestService:
         enqueued for the deliver function (the management API's in-process ingest). A function
         that builds it is called when the first batch needs it: the HTTP client and its
         modules then stay out of the function's cold start.
+        `spill` keeps the rows and first-attempt pages that could not be written, so their
+        events complete; None: such an event fails and is retried.
         """
         self.claims = claims
         self.quarantine = quarantine
@@ -152,6 +159,7 @@ class IngestService:
         self.busy_records = busy_records
         self.analytics = analytics
         self._first_attempts = first_attempts
+        self.spill = spill
 
     @property
     def first_attempts(self) -> FirstAttempts | None:
@@ -374,6 +382,7 @@ class IngestService:
                 for c in claimed
             ],
             remaining_ms=remaining_ms,
+            spill_pages=self._spilled_pages if self.spill is not None else None,
         )
         self.telemetry.first_attempts_made(report.outcomes)
         return report.to_enqueue, report.failed, report.outcomes
@@ -391,15 +400,50 @@ class IngestService:
         """Write the rows of the events whose deliveries are enqueued; the events to retry."""
         if self.analytics is None or not claimed:
             return {}
+        outcomes = [c.outcome for c in claimed]
         try:
-            self.analytics.record([c.outcome for c in claimed])
+            self.analytics.record(outcomes)
         except AnalyticsError as error:
+            spilled = self._spilled_rows(outcomes, error)
+            for c in claimed:
+                self.telemetry.analytics_write_failed(c.event_id, error, spilled=spilled)
+            if spilled:
+                return {}
             # The sink says how many rows it refused, not which: every event of the call
             # retries (its deliveries are enqueued; deliver deduplicates them).
-            for c in claimed:
-                self.telemetry.analytics_write_failed(c.event_id, error)
             return {c.event_id: error for c in claimed}
         return {}
+
+    def _spilled_rows(self, outcomes: Sequence[Outcome], error: AnalyticsError) -> bool:
+        """Whether the rows the sink refused are in the spill queue now."""
+        if self.spill is None or self.analytics is None:
+            return False
+        try:
+            rows, pseudonymized = self.analytics.rows_for(outcomes), True
+        except PseudonymizationKeyError:
+            # The spill function pseudonymizes them once it can read the key.
+            rows, pseudonymized = self.analytics.rows_for(outcomes, pseudonymize=False), False
+        except Exception as building:
+            self.telemetry.spill_refused("analytics rows", building)
+            return False
+        return self._spilled(SpilledRows(tuple(rows), pseudonymized), error)
+
+    def _spilled_pages(self, pages: Sequence[FirstAttemptPage], error: Exception) -> bool:
+        """The stage's fallback when the pages could not be written: spill them, so the
+        events complete instead of retrying (which would POST their webhooks again)."""
+        return self._spilled(SpilledPages(tuple(pages)), error)
+
+    def _spilled(self, spilled: SpilledRows | SpilledPages, error: Exception) -> bool:
+        """Send what could not be written to the spill queue; whether it took it."""
+        if self.spill is None:
+            return False
+        try:
+            messages = self.spill.spill(spilled)
+        except Exception as refused:
+            self.telemetry.spill_refused(_kind(spilled), refused)
+            return False
+        self.telemetry.spilled(_kind(spilled), _size(spilled), messages, error)
+        return True
 
     def _complete(
         self, batch_id: str, claimed: Sequence[_Claimed]
@@ -536,3 +580,11 @@ class IngestService:
                 extra={"event_id": claim.event_id, "error": str(error)},
             )
             return False
+
+
+def _kind(spilled: SpilledRows | SpilledPages) -> str:
+    return "analytics rows" if isinstance(spilled, SpilledRows) else "first-attempt pages"
+
+
+def _size(spilled: SpilledRows | SpilledPages) -> int:
+    return len(spilled.rows) if isinstance(spilled, SpilledRows) else len(spilled.pages)

@@ -110,6 +110,10 @@ class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSet
     # An answer slower than this (a 2xx included) opens the endpoint's circuit for a minute: its
     # deliveries then go through the deliver function, not through everyone's invocation.
     first_attempt_latency_budget_seconds: float = Field(1.0, gt=0, le=30)
+    # Where the analytics rows and first-attempt pages that could not be written go, for the
+    # spill function to write (jobhooks/spill): their events complete instead of retrying, which
+    # would POST their webhooks again. Empty: such an event is retried.
+    spill_queue_url: str = ""
 
     @field_validator("fetcher_keys_secret_arn")
     @classmethod

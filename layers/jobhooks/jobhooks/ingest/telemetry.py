@@ -8,9 +8,12 @@ rejection details are, as they name a rule and a header, never a secret.
 Metrics (namespace from `POWERTOOLS_METRICS_NAMESPACE`, dimension `service`): Received,
 Accepted, Rejected (also per `reason`: 12 bounded values, one per `Reason`), Duplicates,
 DeliveriesEnqueued (deliveries fanned out, whether their first attempt succeeded or not),
-Unmatched, AnalyticsWriteFailed (an accepted event whose analytics row the sink did not take: the
-record is retried); and for the first attempts ingest makes, the deliver function's delivery
-metrics (`jobhooks.delivery.metrics`: DeliveryAttempts, DeliverySucceeded, DeliveryFailed, ...).
+Unmatched, AnalyticsWriteFailed (an accepted event whose analytics row the sink did not take),
+AnalyticsRowsSpilled and FirstAttemptPagesSpilled (what the spill queue took instead, for the
+spill function to write: the events complete), SpillRefused (the spill queue refused too: those
+events are retried, and their first attempts POSTed again); and for the first attempts ingest
+makes, the deliver function's delivery metrics (`jobhooks.delivery.metrics`: DeliveryAttempts,
+DeliverySucceeded, DeliveryFailed, ...).
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ DUPLICATES: Final = "Duplicates"
 DELIVERIES_ENQUEUED: Final = "DeliveriesEnqueued"
 UNMATCHED: Final = "Unmatched"
 ANALYTICS_WRITE_FAILED: Final = "AnalyticsWriteFailed"
+SPILLED: Final = {
+    "analytics rows": "AnalyticsRowsSpilled",
+    "first-attempt pages": "FirstAttemptPagesSpilled",
+}
+SPILL_REFUSED: Final = "SpillRefused"
 
 
 # The batch line's names for what the first attempts came to; anything else (a retry scheduled,
@@ -169,17 +177,46 @@ class IngestTelemetry:
             extra={"event_id": event_id, "error": str(error), "claim_released": released},
         )
 
-    def analytics_write_failed(self, event_id: str, error: Exception) -> None:
-        # An error, not a warning: rows stop while it lasts, and the records pile up towards
-        # the ingest DLQ (docs/analytics.md, "When a row cannot be written").
+    def analytics_write_failed(
+        self, event_id: str, error: Exception, *, spilled: bool = False
+    ) -> None:
+        fields = {
+            "event_id": event_id,
+            "code": getattr(error, "code", type(error).__name__),
+            "error": str(error),
+        }
+        if spilled:
+            # A warning: the row is kept and its webhooks are untouched; the spill function
+            # writes it (docs/analytics.md, "When a row cannot be written").
+            self.logger.warning(
+                "the analytics row was not written; spilled for the spill function to write",
+                extra=fields,
+            )
+            return
+        # An error: the record is retried, and its first attempts are made again.
         self.logger.error(
             "the analytics row was not written; the record will be retried (its deliveries "
             "are enqueued)",
+            extra=fields,
+        )
+
+    def spilled(self, kind: str, count: int, messages: int, error: Exception) -> None:
+        self.logger.warning(
+            f"{kind} not written; sent to the spill queue",
             extra={
-                "event_id": event_id,
+                "spilled": count,
+                "spill_messages": messages,
                 "code": getattr(error, "code", type(error).__name__),
                 "error": str(error),
             },
+        )
+
+    def spill_refused(self, kind: str, error: Exception) -> None:
+        # An error: the events retry, and a receiver gets their webhooks again (same id).
+        self.logger.error(
+            f"{kind} not written and the spill queue refused them; the records will be "
+            "retried (their first attempts are made again)",
+            extra={"code": getattr(error, "code", type(error).__name__), "error": str(error)},
         )
 
     def keys_refreshed(self) -> None:
@@ -263,9 +300,19 @@ class PowertoolsTelemetry(IngestTelemetry):
         if not record.matched:
             self._count(UNMATCHED)
 
-    def analytics_write_failed(self, event_id: str, error: Exception) -> None:
-        super().analytics_write_failed(event_id, error)
+    def analytics_write_failed(
+        self, event_id: str, error: Exception, *, spilled: bool = False
+    ) -> None:
+        super().analytics_write_failed(event_id, error, spilled=spilled)
         self._count(ANALYTICS_WRITE_FAILED)
+
+    def spilled(self, kind: str, count: int, messages: int, error: Exception) -> None:
+        super().spilled(kind, count, messages, error)
+        self._count(SPILLED[kind], count)
+
+    def spill_refused(self, kind: str, error: Exception) -> None:
+        super().spill_refused(kind, error)
+        self._count(SPILL_REFUSED)
 
     def _count(self, name: str, value: float = 1) -> None:
         if _metrics_disabled():

@@ -30,6 +30,7 @@ from jobhooks.ingest.quarantine import QuarantineStore
 from jobhooks.ingest.service import IngestService
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.telemetry import IngestTelemetry
+from jobhooks.spill.queue import SpillQueue
 from jobhooks.storage.clients import SecretsManagerReader, aws_client
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.store import SubscriptionStore
@@ -45,12 +46,15 @@ def build_ingest_service(
     telemetry: IngestTelemetry | None = None,
     clock: Callable[[], datetime] = utc_now,
     first_attempts: bool = False,
+    spill: bool = False,
 ) -> IngestService:
     """The service over AWS clients (from `session`, or boto3's default session).
 
     `first_attempts`: ingest POSTs every delivery once itself (the ingest function), unless
     `first_attempt_seconds` is 0; without, every task goes to the delivery queue (the management
-    API's re-fan-outs and replays).
+    API's re-fan-outs and replays). `spill`: rows and pages that cannot be written go to
+    `spill_queue_url` (the ingest function, when it is set); without, their events retry (the
+    management API, which has no first attempts to repeat and no grant on the spill queue).
     """
     dynamodb = aws_client("dynamodb", session=session)
     sqs = aws_client("sqs", session=session)
@@ -101,6 +105,11 @@ def build_ingest_service(
         first_attempts=(
             _first_attempts_when_needed(settings, matching, session=session, clock=clock)
             if first_attempts
+            else None
+        ),
+        spill=(
+            SpillQueue(settings.spill_queue_url, sqs)
+            if spill and settings.spill_queue_url
             else None
         ),
     )
@@ -204,4 +213,6 @@ def ingest_service(telemetry: IngestTelemetry | None = None) -> IngestService:
     Tests that change the environment or the boto3 default session call
     `ingest_service.cache_clear()`.
     """
-    return build_ingest_service(IngestSettings.from_env(), telemetry=telemetry, first_attempts=True)
+    return build_ingest_service(
+        IngestSettings.from_env(), telemetry=telemetry, first_attempts=True, spill=True
+    )

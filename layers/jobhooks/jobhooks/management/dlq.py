@@ -1,9 +1,10 @@
 """Dead-letter queues: what is parked there, and sending it back.
 
 The delivery DLQ holds deliveries the deliver function gave up on (attempts exhausted, or a
-disabled subscription); the ingest DLQ holds forwarded messages ingest failed on five times.
-Their bodies are the original messages, so moving them back to their source queue delivers
-(or ingests) them again.
+disabled subscription); the ingest DLQ holds forwarded messages ingest failed on five times;
+the spill DLQ holds analytics rows and first-attempt pages the spill function could not write
+for about a day (jobhooks.spill). Their bodies are the original messages, so moving them back
+to their source queue delivers (or ingests, or writes) them again.
 
 Two ways to move them (`JOBHOOKS_DLQ_REDRIVE`, or `method` per call):
 
@@ -27,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from jobhooks.management.context import ManagementContext
-from jobhooks.management.exceptions import RedriveUnavailableError
+from jobhooks.management.exceptions import ManagementMisconfiguredError, RedriveUnavailableError
 from jobhooks.management.models import (
     DeadLetterListing,
     DeadLetterQueue,
@@ -175,9 +176,25 @@ def parked_message(queue: DeadLetterQueue, message: Mapping[str, Any]) -> Parked
                 attempts=summary.attempts,
                 last_result=summary.last_result,
             )
+    elif queue is DeadLetterQueue.SPILL:
+        fields.update(_spilled(body))
     else:
         fields["event_id"] = claimed_event_id(body)
     return ParkedMessage.model_validate(fields)
+
+
+def _spilled(body: str) -> dict[str, Any]:
+    """What a parked spill message holds: its kind and how many rows or pages."""
+    from jobhooks.spill.exceptions import SpilledMessageInvalidError
+    from jobhooks.spill.messages import SpilledRows, SpillKind, read_spill_message
+
+    try:
+        spilled = read_spill_message(body)
+    except SpilledMessageInvalidError:
+        return {}
+    if isinstance(spilled, SpilledRows):
+        return {"spill_kind": SpillKind.ANALYTICS_ROWS.value, "spilled_items": len(spilled.rows)}
+    return {"spill_kind": SpillKind.FIRST_ATTEMPT_PAGES.value, "spilled_items": len(spilled.pages)}
 
 
 # -- internals -------------------------------------------------------------------------------
@@ -187,6 +204,13 @@ def _queues(context: ManagementContext, queue: DeadLetterQueue) -> tuple[str, st
     settings = context.settings
     if queue is DeadLetterQueue.DELIVERY:
         return settings.delivery_dlq_url, settings.delivery_queue_url
+    if queue is DeadLetterQueue.SPILL:
+        if not (settings.spill_dlq_url and settings.spill_queue_url):
+            raise ManagementMisconfiguredError(
+                "JOBHOOKS_SPILL_DLQ_URL and JOBHOOKS_SPILL_QUEUE_URL are needed for the spill "
+                "queue (set them as template.yaml does)"
+            )
+        return settings.spill_dlq_url, settings.spill_queue_url
     return settings.ingest_dlq_url, settings.ingest_queue_url
 
 

@@ -326,6 +326,8 @@ class QuarantineReplayResult(_Model):
 class DeadLetterQueue(StrEnum):
     DELIVERY = "delivery"
     INGEST = "ingest"
+    # Analytics rows and first-attempt pages the spill function could not write for a day.
+    SPILL = "spill"
 
 
 class ParkedMessage(_Model):
@@ -345,6 +347,12 @@ class ParkedMessage(_Model):
     )
     attempts: int | None = None
     last_result: str | None = Field(default=None, description="e.g. http_500 or timeout")
+    spill_kind: str | None = Field(
+        default=None, description="spill queue: analytics_rows or first_attempt_pages"
+    )
+    spilled_items: int | None = Field(
+        default=None, description="spill queue: how many rows or pages the message holds"
+    )
 
 
 class MoveTaskView(_Model):

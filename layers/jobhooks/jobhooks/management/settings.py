@@ -37,6 +37,9 @@ class ManagementSettings(Settings):
     delivery_dlq_url: str = Field(min_length=1)
     ingest_queue_url: str = Field(min_length=1)
     ingest_dlq_url: str = Field(min_length=1)
+    # The spill path's queues (jobhooks.spill): `dlq --queue spill` needs them.
+    spill_queue_url: str = ""
+    spill_dlq_url: str = ""
     # Needed to create subscriptions and rotate secrets; the store says so when it is missing.
     kms_key_id: str = ""
     allow_private_webhooks: bool = False
