@@ -55,6 +55,7 @@ from jobhooks_tools.local import aws_limits
 from jobhooks_tools.local.activity import Activity, ActivityFeed
 from jobhooks_tools.local.analytics import install_local_backend
 from jobhooks_tools.local.event_source import LambdaContext, SqsEventSource
+from jobhooks_tools.local.gateway import LOCAL_PARAMETERS
 from jobhooks_tools.local.moto_server import (
     LOCAL_REGION,
     MotoServer,
@@ -479,7 +480,7 @@ class DevStack:
             self.settings.template_changes(template)
         self.resources = provision(
             template,
-            parameters=self.settings.parameters,
+            parameters={**LOCAL_PARAMETERS, **self.settings.parameters},
             fetcher_keys=[self.settings.key.hex],
             endpoint_url=self.aws_endpoint_url,
             region=LOCAL_REGION,

@@ -4,8 +4,10 @@
   per request (cheaply: the context is cached per configuration), so one API module serves
   `jobhooks dev` and tests that re-provision the stack in the same process;
 - `portal_context`: the access store and the portal sessions;
-- `caller`: who is calling (`jobhooks.portal.callers`): an operator or a tenant-bound IAM
-  caller, told apart by the grants; `operator` is the same for routes only operators may use;
+- `caller`: who is calling (`jobhooks.portal.callers`): a tenant-bound IAM caller (it matches a
+  grant) or an operator (it matches one of `operator_patterns`, the deployment's
+  `JOBHOOKS_OPERATOR_PRINCIPALS`); anyone else is refused; `operator` is the same for routes
+  only operators may use;
 - `portal_session`: the verified session of a portal API request, from the authorizer's
   context; its writes must carry the portal's own header (`X-Jobhooks-Portal`), which a page of
   another site cannot send without a CORS preflight this API never grants.
@@ -20,6 +22,7 @@ these functions; nothing is patched.
 from __future__ import annotations
 
 import functools
+import os
 from typing import Annotated, Any, Final
 
 from aws_lambda_powertools.event_handler.depends import Depends
@@ -35,12 +38,17 @@ from jobhooks.portal.callers import (
     iam_principal,
     portal_pass,
 )
-from jobhooks.portal.exceptions import IamIdentityRequiredError, PortalHeaderRequiredError
-from jobhooks.portal.grants import tenants_of
+from jobhooks.portal.exceptions import (
+    IamIdentityRequiredError,
+    InvalidPrincipalPatternError,
+    PortalHeaderRequiredError,
+)
+from jobhooks.portal.grants import parse_operator_principals
 from jobhooks.portal.models import PORTAL_HEADER
 from jobhooks.settings import ConfigurationError
 
 _SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+OPERATOR_PRINCIPALS_VARIABLE: Final = "JOBHOOKS_OPERATOR_PRINCIPALS"
 
 
 def management_context() -> ManagementContext:
@@ -62,15 +70,32 @@ def portal_context() -> Any:
     return get_portal_context(PortalSettings.from_env())
 
 
+def operator_patterns() -> tuple[str, ...]:
+    """The deployment's operator patterns (template parameter `OperatorPrincipals`); none when
+    the variable is unset, so that every caller without a grant is refused."""
+    return _operator_patterns(os.environ.get(OPERATOR_PRINCIPALS_VARIABLE, ""))
+
+
+@functools.lru_cache(maxsize=4)
+def _operator_patterns(text: str) -> tuple[str, ...]:
+    try:
+        return parse_operator_principals(text)
+    except InvalidPrincipalPatternError as error:
+        raise ManagementMisconfiguredError(
+            f"{OPERATOR_PRINCIPALS_VARIABLE}: {error.message}"
+        ) from None
+
+
 Context = Annotated[ManagementContext, Depends(management_context)]
 Portal = Annotated[Any, Depends(portal_context)]
+OperatorPatterns = Annotated[tuple[str, ...], Depends(operator_patterns)]
 
 
-def caller(request: Request, portal: Portal) -> Caller:
+def caller(request: Request, portal: Portal, operators: OperatorPatterns) -> Caller:
     principal = iam_principal(request.resolved_event.raw_event)
     if principal is None:
         raise IamIdentityRequiredError()
-    return iam_caller(principal, tenants_of(principal, portal.store.list_grants()))
+    return iam_caller(principal, portal.store.list_grants(), operators)
 
 
 CallerOf = Annotated[Caller, Depends(caller)]
