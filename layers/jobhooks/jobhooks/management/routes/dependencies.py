@@ -11,6 +11,7 @@
 - `portal_session`: the verified session of a portal API request, from the authorizer's
   context; its writes must carry the portal's own header (`X-Jobhooks-Portal`), which a page of
   another site cannot send without a CORS preflight this API never grants.
+- `send_budget`: the tenant's replays and test sends this minute (`SendBudget.take`);
 - `analytics_engine`: the analytics query engine (Athena on AWS, DuckDB on `jobhooks dev`),
   built with the first analytics request; `portal_analytics_engine` is the same for the
   portal's chart (None without an analytics table), `pseudonymizer` the table's id pseudonyms.
@@ -29,7 +30,7 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.request import Request
 
 from jobhooks.management.context import ManagementContext, get_management_context
-from jobhooks.management.exceptions import ManagementMisconfiguredError
+from jobhooks.management.exceptions import ManagementMisconfiguredError, TenantSendLimitError
 from jobhooks.management.settings import ManagementSettings
 from jobhooks.portal.callers import (
     Caller,
@@ -107,6 +108,37 @@ def operator(caller: CallerOf, request: Request) -> Caller:
 
 
 Operator = Annotated[Caller, Depends(operator)]
+
+
+def send_budget(context: Context, portal: Portal) -> SendBudget:
+    return SendBudget(portal.store, context.settings.tenant_sends_per_minute)
+
+
+class SendBudget:
+    """Replays and test sends of one tenant's own callers, counted per minute in the access
+    table (so across every instance of the function): past the tenant's share, 429 with
+    Retry-After. Operators are not counted: they act for the deployment, not for one tenant."""
+
+    WINDOW_SECONDS: Final = 60
+
+    def __init__(self, store: Any, per_minute: int) -> None:
+        self._store = store
+        self.per_minute = per_minute
+
+    def take(self, caller: Caller | PortalPass, tenant_id: str | None) -> None:
+        if isinstance(caller, Caller) and caller.is_operator:
+            return
+        tenant = caller.tenant_id if isinstance(caller, PortalPass) else tenant_id
+        if tenant is None:
+            return
+        wait = self._store.take_send(
+            tenant, limit=self.per_minute, window_seconds=self.WINDOW_SECONDS
+        )
+        if wait is not None:
+            raise TenantSendLimitError(self.per_minute, wait)
+
+
+Sends = Annotated[SendBudget, Depends(send_budget)]
 
 
 def portal_session(request: Request) -> PortalPass:
