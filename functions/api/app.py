@@ -67,10 +67,12 @@ app.include_router(portal.router)
 
 
 def error_response(error: ApiError) -> Response[Any]:
+    headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else None
     return Response(
         status_code=error.status,
         content_type=content_types.APPLICATION_JSON,
         body=error.body(),
+        headers=headers,
     )
 
 

@@ -427,8 +427,40 @@ def test_a_link_pasted_into_an_open_portal_opens_its_own_tenant(
     # Only the fragment changes: no page load, the page notices the link all the same.
     token = portal.link(second).split("#t=", 1)[1]
     browser.execute_script("window.location.hash = arguments[0]", f"t={token}")
+    # Another tenant's link while a session is open: asked first (login CSRF).
+    wait_until(browser, lambda d: button(d, f"Switch to {second}"), "the switch question").click()
     wait_until(
         browser, lambda d: second in d.find_element(By.ID, "tenant").text, "the second tenant"
     )
     assert "t=" not in browser.current_url
     assert len(session_cookies(browser)) == 1
+
+
+def test_a_link_of_another_tenant_does_not_switch_an_open_session_unasked(
+    browser: Any, portal: Portal
+) -> None:
+    mine, theirs = unique("acme"), unique("mallory")
+    open_link(browser, portal.link(mine))
+    assert mine in browser.find_element(By.ID, "tenant").text
+    # Someone sends a link of their own tenant; opened from elsewhere, it asks before switching.
+    their_link = portal.link(theirs)
+    browser.get("about:blank")
+    browser.get(their_link)
+    question = wait_until(
+        browser, lambda d: d.find_element(By.CSS_SELECTOR, "dialog[open]"), "the question"
+    )
+    assert mine in question.text and theirs in question.text
+    assert "t=" not in browser.current_url
+    button(browser, "Cancel").click()
+    wait_until(browser, lambda d: mine in d.find_element(By.ID, "tenant").text, "the own tenant")
+    assert theirs not in browser.find_element(By.ID, "tenant").text
+    assert fetch(browser, "GET", "/portal/api/session") == 200
+    tenant = browser.execute_script(
+        "return fetch('/portal/api/session').then((r) => r.json()).then((b) => b.tenant_id)"
+    )
+    assert tenant == mine
+    # Declined, the link was not used: it still opens its own tenant once asked for.
+    browser.get("about:blank")
+    browser.get(their_link)
+    wait_until(browser, lambda d: button(d, f"Switch to {theirs}"), "the question").click()
+    wait_until(browser, lambda d: theirs in d.find_element(By.ID, "tenant").text, "their tenant")

@@ -33,7 +33,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from jobhooks.management.context import ManagementContext, build_management_context
-from jobhooks.management.routes.dependencies import portal_context
+from jobhooks.management.routes.dependencies import operator_patterns, portal_context
 from jobhooks.management.settings import ManagementSettings
 from jobhooks.portal.access_store import StoredGrant
 from jobhooks.portal.context import PortalContext
@@ -44,6 +44,7 @@ from jobhooks_tools.local.gateway import LOCAL_OPERATOR_ARN, Denied, LocalGatewa
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATOR_ARN = LOCAL_OPERATOR_ARN
+LOCAL_OPERATORS = (LOCAL_OPERATOR_ARN,)
 # A public address (TEST-NET ranges would be refused): names resolve here, and nothing in the
 # tests ever connects to it; test sends go to loopback receivers only.
 PUBLIC_ADDRESS = "93.184.215.14"
@@ -197,10 +198,13 @@ def grants_from_memory(
     offline = PortalContext(PortalSettings(), held, None)  # type: ignore[arg-type]
     overrides = module.app.dependency_overrides
     overrides[portal_context] = lambda: offline
+    # Without the stack's environment, the local caller is the operator as `jobhooks dev`'s is.
+    overrides[operator_patterns] = lambda: LOCAL_OPERATORS
     try:
         yield held
     finally:
         overrides.pop(portal_context, None)
+        overrides.pop(operator_patterns, None)
 
 
 @contextlib.contextmanager
@@ -228,11 +232,13 @@ def use_context(
     if grants is not None:
         offline = PortalContext(PortalSettings(), GrantsInMemory(grants), None)  # type: ignore[arg-type]
         overrides[portal_context] = lambda: offline
+        overrides[operator_patterns] = lambda: LOCAL_OPERATORS
     try:
         yield context
     finally:
         overrides.pop(module.management_context, None)
         overrides.pop(portal_context, None)
+        overrides.pop(operator_patterns, None)
 
 
 # -- a webhook receiver ------------------------------------------------------------------------

@@ -355,3 +355,55 @@ def test_every_portal_route_answers_each_kind_of_caller_as_documented(
         "nobody": api.call("POST", "/portal/session", content_type=None).status,
     }
     assert exchange_statuses[caller] == (200 if caller == "session" else 403)
+
+
+STRANGER = "arn:aws:iam::123456789012:user/stranger"
+
+
+def test_every_v1_route_refuses_an_iam_caller_matching_no_grant_and_no_operator_pattern(
+    world: World,
+) -> None:
+    wrong = []
+    for name, route in V1_ROUTES.items():
+        answer = route.call(world, STRANGER)
+        if answer.status != 403 or answer.error.get("code") != "not_authorized":
+            wrong.append(f"{name}: {answer.status} {answer.text[:200]}")
+    assert wrong == [], "\n".join(wrong)
+
+
+# What a principal bound to acme can obtain for itself (docs/api.md, "Who may call"): none of
+# them reaches another tenant's data, or an operator route.
+ACME_BOT = "arn:aws:iam::123456789012:user/acme-bot"
+ACME_FORMS = {
+    "federated": "arn:aws:sts::123456789012:federated-user/acme-bot",
+    "path": "arn:aws:iam::123456789012:user/ci/acme-bot",
+    "user_case": "arn:aws:iam::123456789012:user/ACME-Bot",
+    "role_case": "arn:aws:sts::123456789012:assumed-role/ACME-CI/run-1",
+    "path_and_case": "arn:aws:iam::123456789012:user/deploy/ci/Acme-BOT",
+    "partition": "arn:aws-cn:iam::123456789012:user/acme-bot",
+}
+
+
+@pytest.mark.parametrize("form", sorted(ACME_FORMS))
+def test_no_form_of_a_bound_principal_reads_another_tenant_or_operates(
+    world: World, form: str
+) -> None:
+    assert world.api.post("/v1/grants", {"principal_pattern": ACME_BOT, "tenants": ["acme"]})
+    globex = world.api.post("/v1/subscriptions", {"tenant_id": "globex", "url": world.receiver.url})
+    assert globex.status == 201, globex.text
+    caller = InProcessApi(world.api.module, caller_arn=ACME_FORMS[form])
+    refused = "not_authorized" if form == "partition" else None
+
+    listed = caller.get("/v1/subscriptions", tenant_id="globex")
+    shown = caller.get(f"/v1/subscriptions/{globex.body['subscription_id']}")
+    operated = caller.get("/v1/dlq")
+    own = caller.get("/v1/subscriptions", tenant_id="acme")
+    if refused:
+        for answer in (listed, shown, operated, own):
+            assert answer.status == 403 and answer.error["code"] == refused, answer.text
+        return
+    assert listed.status == 404 and shown.status == 404, (listed.text, shown.text)
+    assert operated.status == 403 and operated.error["code"] == "operator_only"
+    # Still the acme principal it is: its own tenant's data is there.
+    assert own.status == 200
+    assert [s["subscription_id"] for s in own.body["subscriptions"]] == [world.subscription_id]

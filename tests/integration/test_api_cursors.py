@@ -1,10 +1,11 @@
 """A forged cursor is the caller's mistake (422 `invalid_cursor`), never a DynamoDB error (502).
 
-Cursors are base64url JSON naming the last item's key. A cursor whose key holds an empty string
-or a value of the wrong type would reach DynamoDB as an `ExclusiveStartKey` that DynamoDB refuses
-(empty string keys are invalid), which the API could only answer with 502. Every listing route
-must refuse it before any request is made; the AWS limits guard (tests/fixtures/aws.py) fails
-the test if one reaches DynamoDB anyway.
+Cursors are base64url JSON naming the last item's key. A cursor whose key holds an empty string,
+a value of the wrong type, or one of another shape than the store writes there (1,100 characters
+where a subscription id has at most 68) would reach DynamoDB as an `ExclusiveStartKey` that
+DynamoDB refuses, which the API could only answer with 502 (and count in the operators' error
+alarm). Every listing route, the API's and the portal's, must refuse it before any request is
+made; the AWS limits guard (tests/fixtures/aws.py) fails the test if one reaches DynamoDB anyway.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from tests.integration.api_support import InProcessApi, use_context
 
 AT = "2026-07-13T18:04:11.204Z"
 EVENT_ID = "fetcher.job.completed.0197a3f2"
+SUB = "sub_AAAAAAAAAAAAAAAAAAAAAA"
+DLV = "dlv_" + "0" * 32
+QID = "q_" + "0" * 32
 
 
 @pytest.fixture
@@ -87,6 +91,61 @@ FORGED = [
         id="unmatched-type",
     ),
     pytest.param("/v1/quarantine", {}, {"q": "", "r": None, "at": AT}, id="quarantine"),
+    # Strings, but not of the shape the store writes in that field.
+    pytest.param(
+        "/v1/subscriptions", {"tenant_id": "acme"}, {"t": "acme", "s": "x" * 1100}, id="subs-long"
+    ),
+    pytest.param(
+        "/v1/subscriptions",
+        {"tenant_id": "acme"},
+        {"t": "acme", "s": "sub_" + "a" * 1100},
+        id="subs-long-id",
+    ),
+    pytest.param(
+        "/v1/subscriptions", {"tenant_id": "acme"}, {"t": "acme", "s": "dlv_1"}, id="subs-shape"
+    ),
+    pytest.param(
+        "/v1/deliveries",
+        {"subscription_id": SUB},
+        {"i": "by_subscription", "p": SUB, "d": "d" * 1100, "s": AT},
+        id="deliveries-long-id",
+    ),
+    pytest.param(
+        "/v1/deliveries",
+        {"subscription_id": SUB},
+        {"i": "by_subscription", "p": SUB, "d": DLV, "s": "yesterday"},
+        id="deliveries-time-shape",
+    ),
+    pytest.param(
+        "/v1/deliveries",
+        {"event_id": EVENT_ID},
+        {"i": "by_event", "p": EVENT_ID, "d": DLV, "s": "s" * 1100},
+        id="event-deliveries-long-subscription",
+    ),
+    pytest.param(
+        "/v1/events/unmatched",
+        {"tenant_id": "acme"},
+        {"t": "acme", "e": "e" * 1100, "d": AT},
+        id="unmatched-long-id",
+    ),
+    pytest.param(
+        "/v1/events/unmatched",
+        {"tenant_id": "acme"},
+        {"t": "acme", "e": EVENT_ID, "d": "2026-13-45T99:99:99Z"},
+        id="unmatched-time-shape",
+    ),
+    pytest.param(
+        "/v1/events/unmatched",
+        {"tenant_id": "acme"},
+        {"t": "acme", "e": "fetcher\x00job", "d": AT},
+        id="unmatched-control-character",
+    ),
+    pytest.param(
+        "/v1/quarantine", {}, {"q": "q" * 1100, "r": None, "at": AT}, id="quarantine-long"
+    ),
+    pytest.param(
+        "/v1/quarantine", {}, {"q": QID, "r": None, "at": "t" * 1100}, id="quarantine-time-long"
+    ),
     pytest.param(
         "/v1/quarantine",
         {"reason": "stale_timestamp"},
@@ -119,18 +178,23 @@ def test_a_forged_cursor_with_an_empty_or_mistyped_key_is_refused_as_invalid(
 @pytest.mark.parametrize(
     ("path", "query", "document"),
     [
-        ("/v1/subscriptions", {"tenant_id": "acme"}, {"t": "acme", "s": "sub_1"}),
+        ("/v1/subscriptions", {"tenant_id": "acme"}, {"t": "acme", "s": SUB}),
         (
             "/v1/deliveries",
-            {"subscription_id": "sub_1"},
-            {"i": "by_subscription", "p": "sub_1", "d": "dlv_1", "s": AT},
+            {"subscription_id": SUB},
+            {"i": "by_subscription", "p": SUB, "d": DLV, "s": AT},
+        ),
+        (
+            "/v1/deliveries",
+            {"event_id": EVENT_ID},
+            {"i": "by_event", "p": EVENT_ID, "d": DLV, "s": SUB},
         ),
         ("/v1/events/unmatched", {"tenant_id": "acme"}, {"t": "acme", "e": EVENT_ID, "d": AT}),
-        ("/v1/quarantine", {}, {"q": "q_1", "r": None, "at": AT}),
+        ("/v1/quarantine", {}, {"q": QID, "r": None, "at": AT}),
         (
             "/v1/quarantine",
             {"reason": "stale_timestamp"},
-            {"q": "q_1", "r": "stale_timestamp", "at": AT},
+            {"q": QID, "r": "stale_timestamp", "at": AT},
         ),
     ],
 )
@@ -144,3 +208,29 @@ def test_a_well_formed_cursor_past_every_item_is_an_empty_page(
     answer = api.get(path, **query, cursor=cursor(document))
     assert answer.status == 200, answer.text
     assert answer.body["next_cursor"] is None
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        pytest.param("not base64 at all!", id="alphabet"),
+        pytest.param("A" * 2048, id="longest"),
+        pytest.param(cursor({"t": "acme", "s": "x" * 1100}), id="long-key"),
+        pytest.param(cursor({"t": "acme", "s": "sub_" + "a" * 65}), id="id-shape"),
+        pytest.param(cursor(["acme", SUB]), id="not-an-object"),
+    ],
+)
+def test_portal_listings_refuse_forged_cursors_too(context: ManagementContext, forged: str) -> None:
+    from tests.integration.portal_support import PortalBrowser, fresh_session_token, gateway_api
+
+    browser = PortalBrowser(gateway_api(), fresh_session_token("acme"))
+    created = browser.post("/portal/api/subscriptions", {"url": "https://hooks.example.com/in"})
+    assert created.status == 201, created.text
+    subscription_id = created.body["subscription_id"]
+    for path in (
+        "/portal/api/subscriptions",
+        f"/portal/api/subscriptions/{subscription_id}/deliveries",
+    ):
+        answer = browser.get(path, cursor=forged)
+        assert answer.status == 422, (path, answer.text)
+        assert answer.error["code"] == "invalid_cursor", (path, answer.text)

@@ -406,8 +406,12 @@ def test_grants_bind_callers_to_tenants_and_only_operators_manage_them(
         removed = operator.call("DELETE", f"/v1/grants/{grant_id}")
         assert removed.status == 204
         assert operator.call("DELETE", f"/v1/grants/{grant_id}").status == 404
-        # Unbound again: an operator.
-        assert bound.call("GET", "/v1/grants").status == 200
+        # Unbound again, and named by no operator pattern: refused, never promoted.
+        for path in ("/v1/grants", "/v1/subscriptions?tenant_id=acme", "/v1/dlq"):
+            path, _, query = path.partition("?")
+            params = dict([query.split("=")]) if query else None
+            answer = bound.call("GET", path, query=params)
+            assert answer.status == 403 and answer.error["code"] == "not_authorized", path
 
 
 def test_an_operator_cannot_bind_themselves(stack: LocalResources) -> None:

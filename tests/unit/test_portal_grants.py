@@ -9,12 +9,16 @@ from jobhooks.portal.exceptions import (
     IamIdentityRequiredError,
     InvalidGrantTenantsError,
     InvalidPrincipalPatternError,
+    NotAuthorizedError,
     OperatorOnlyError,
     SessionRequiredError,
     TenantNotFoundError,
     TenantRequiredError,
 )
 from jobhooks.portal.grants import (
+    grant_matches,
+    operator_matches,
+    parse_operator_principals,
     principal_matches,
     tenants_of,
     validate_principal_pattern,
@@ -32,8 +36,8 @@ ROLE_SESSION = "arn:aws:sts::123456789012:assumed-role/acme-webhooks/ci-run-42"
         ("arn:aws:sts::123456789012:assumed-role/acme-*/*", ROLE_SESSION, True),
         ("arn:aws:sts::123456789012:assumed-role/acme-webhooks/ci-run-4?", ROLE_SESSION, True),
         ("arn:aws:sts::123456789012:assumed-role/acme-webhooks/ci-run-?", ROLE_SESSION, False),
-        # Case matters, as in IAM, and the whole ARN must match.
-        ("arn:aws:sts::123456789012:assumed-role/ACME-webhooks/*", ROLE_SESSION, False),
+        # IAM names are case-insensitive; the whole ARN must match.
+        ("arn:aws:sts::123456789012:assumed-role/ACME-webhooks/*", ROLE_SESSION, True),
         ("arn:aws:sts::123456789012:assumed-role/acme-webhooks", ROLE_SESSION, False),
         ("arn:aws:sts::*:assumed-role/acme-webhooks/*", ROLE_SESSION, True),
         # Regex characters in a pattern are literal.
@@ -86,15 +90,108 @@ def test_a_caller_is_bound_to_the_union_of_the_grants_it_matches() -> None:
     assert tenants_of("arn:aws:iam::123456789012:user/ops", grants) == frozenset()
 
 
+OPS = "arn:aws:iam::123456789012:user/ops"
+ACME_GRANTS = [
+    grant("arn:aws:sts::123456789012:assumed-role/acme-ci/*", "acme"),
+    grant("arn:aws:iam::123456789012:user/acme-bot", "acme"),
+    grant("arn:aws:iam::123456789012:user/globex-bot", "globex"),
+]
+
+
+@pytest.mark.parametrize(
+    ("arn", "tenants"),
+    [
+        # What a principal bound to acme can obtain for itself: each is bound to acme still.
+        ("arn:aws:sts::123456789012:federated-user/acme-bot", {"acme"}),
+        ("arn:aws:iam::123456789012:user/ci/acme-bot", {"acme"}),
+        ("arn:aws:iam::123456789012:user/Acme-Bot", {"acme"}),
+        ("arn:aws:sts::123456789012:assumed-role/ACME-CI/run-1", {"acme"}),
+        ("arn:aws:sts::123456789012:assumed-role/Acme-Ci/run-1", {"acme"}),
+        ("arn:aws:iam::123456789012:user/a/b/ACME-BOT", {"acme"}),
+        # Not another user's, nor another account's, nor a longer name's.
+        ("arn:aws:iam::123456789012:user/acme-bot2", set()),
+        ("arn:aws:iam::210987654321:user/acme-bot", set()),
+        ("arn:aws:sts::123456789012:assumed-role/acme-ci2/run-1", set()),
+        # Another partition is another account.
+        ("arn:aws-cn:iam::123456789012:user/acme-bot", set()),
+        ("arn:aws-us-gov:sts::123456789012:assumed-role/acme-ci/run-1", set()),
+    ],
+)
+def test_grants_bind_every_form_of_the_principal_they_name(arn: str, tenants: set[str]) -> None:
+    assert tenants_of(arn, ACME_GRANTS) == tenants
+
+
+def test_a_grant_naming_a_user_with_its_path_binds_that_user_whatever_the_path() -> None:
+    pattern = "arn:aws:iam::123456789012:user/ci/acme-bot"
+    assert grant_matches(pattern, "arn:aws:iam::123456789012:user/acme-bot")
+    assert grant_matches(pattern, "arn:aws:sts::123456789012:federated-user/acme-bot")
+    # A wildcard path is the path it says.
+    assert grant_matches("arn:aws:iam::123456789012:user/ci/*", pattern)
+    assert not grant_matches(
+        "arn:aws:iam::123456789012:user/ci/*", "arn:aws:iam::123456789012:user/ops/acme-bot"
+    )
+
+
+@pytest.mark.parametrize(
+    "arn",
+    [
+        "arn:aws:sts::123456789012:federated-user/acme-bot",
+        "arn:aws:iam::123456789012:user/ci/acme-bot",
+        "arn:aws:iam::123456789012:user/ACME-BOT",
+        "arn:aws:sts::123456789012:assumed-role/Acme-CI/run-1",
+        "arn:aws-cn:iam::123456789012:user/acme-bot",
+        "arn:aws:sts::123456789012:federated-user/someone",
+        "arn:aws:iam::123456789012:user/nobody",
+    ],
+)
+def test_a_caller_matching_no_grant_and_no_operator_pattern_is_refused(arn: str) -> None:
+    bound_elsewhere = [grant("arn:aws:iam::123456789012:user/globex-bot", "globex")]
+    with pytest.raises(NotAuthorizedError) as refused:
+        iam_caller(arn, bound_elsewhere, [OPS])
+    assert refused.value.status == 403 and refused.value.code == "not_authorized"
+
+
+def test_operator_patterns_name_operators_in_every_form_but_federation() -> None:
+    assert operator_matches(OPS, "arn:aws:iam::123456789012:user/OPS")
+    assert operator_matches(OPS, "arn:aws:iam::123456789012:user/admins/ops")
+    # Anyone with sts:GetFederationToken picks the name of a federated user: a user's pattern
+    # never admits them as an operator; a pattern names federated-user/... itself to do so.
+    assert not operator_matches(OPS, "arn:aws:sts::123456789012:federated-user/ops")
+    assert operator_matches(
+        "arn:aws:sts::123456789012:federated-user/ops",
+        "arn:aws:sts::123456789012:federated-user/ops",
+    )
+    assert not operator_matches(OPS, "arn:aws-cn:iam::123456789012:user/ops")
+
+
+def test_a_grant_binds_even_a_caller_an_operator_pattern_names() -> None:
+    bound = iam_caller(OPS, [grant("arn:aws:iam::123456789012:user/*", "acme")], [OPS])
+    assert bound.kind is CallerKind.TENANT_BOUND and bound.tenants == {"acme"}
+
+
+def test_operator_principals_are_comma_separated_patterns_checked_like_grants() -> None:
+    assert parse_operator_principals(f" {OPS} ,, arn:aws:sts::*:assumed-role/admin/*") == (
+        OPS,
+        "arn:aws:sts::*:assumed-role/admin/*",
+    )
+    assert parse_operator_principals("") == ()
+    with pytest.raises(InvalidPrincipalPatternError) as refused:
+        parse_operator_principals(f"{OPS},arn:aws:iam::123456789012:role/admin")
+    assert "arn:aws:iam::123456789012:role/admin" in refused.value.message
+    assert "assumed-role/admin/*" in refused.value.message
+
+
 def test_operators_act_on_any_tenant_bound_callers_on_their_own_only() -> None:
-    operator = iam_caller("arn:aws:iam::123456789012:user/ops", frozenset())
+    operator = iam_caller(OPS, [], [OPS])
     assert operator.kind is CallerKind.OPERATOR
     assert operator.scope(None) is None and operator.scope("globex") == "globex"
     operator.require_operator("GET /v1/dlq")
     with pytest.raises(TenantRequiredError):
         operator.tenant_for(None)
 
-    bound = iam_caller(ROLE_SESSION, frozenset({"acme"}))
+    bound = iam_caller(
+        ROLE_SESSION, [grant("arn:aws:sts::*:assumed-role/acme-webhooks/*", "acme")], []
+    )
     assert bound.kind is CallerKind.TENANT_BOUND
     assert bound.scope(None) == "acme" and bound.tenant_for(None) == "acme"
     assert bound.scope("acme") == "acme"

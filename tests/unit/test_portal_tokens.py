@@ -131,3 +131,22 @@ def test_token_ids_are_distinct_and_typed() -> None:
     ids = {new_token_id(TokenKind.SESSION) for _ in range(100)}
     assert len(ids) == 100 and all(i.startswith("ses_") and len(i) == 36 for i in ids)
     assert new_token_id(TokenKind.LINK).startswith("lnk_")
+
+
+ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def test_rejects_a_second_spelling_of_a_genuine_mac() -> None:
+    token = seal(KEY, claims())
+    head, _, mac = token.rpartition(".")
+    # 43 characters carry 258 bits for the MAC's 256: the last character's 2 low bits are
+    # unused, so flipping one decodes to the same MAC (a lenient decoder would accept it).
+    other = ALPHABET[ALPHABET.index(mac[-1]) ^ 1]
+    respelled = f"{head}.{mac[:-1]}{other}"
+    pad = "=" * (-len(mac) % 4)
+    assert base64.urlsafe_b64decode(respelled.rpartition(".")[2] + pad) == (
+        base64.urlsafe_b64decode(mac + pad)
+    )
+    with pytest.raises(InvalidTokenError):
+        open_token([KEY], respelled, kind=TokenKind.LINK, now=NOW)
+    assert open_token([KEY], token, kind=TokenKind.LINK, now=NOW).tenant_id == "acme"

@@ -26,7 +26,7 @@ from jobhooks.storage.clients import (
     aws_error_code,
 )
 from jobhooks.storage.conditions import is_condition_failure
-from jobhooks.storage.cursors import decode_cursor, encode_cursor
+from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped, stored_time
 from jobhooks.storage.exceptions import InvalidCursorError, InvalidPageSizeError
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, check_page_size, cut_page
 from jobhooks.storage.times import (
@@ -240,11 +240,14 @@ def test_an_update_without_values_sends_no_empty_value_map() -> None:
 # -- cursors and pages ------------------------------------------------------------------------
 
 
+SUB = shaped(r"^sub_[A-Za-z0-9_-]{1,64}$")
+
+
 def test_a_cursor_round_trips_and_keeps_its_encoding() -> None:
     cursor = encode_cursor({"t": "acme", "s": "sub_1"})
     # The encoding of every cursor handed out so far: it must keep decoding after a deploy.
     assert cursor == "eyJ0IjoiYWNtZSIsInMiOiJzdWJfMSJ9"
-    assert decode_cursor(cursor, bound={"t": "acme"}, keys=("s",)) == {"s": "sub_1"}
+    assert decode_cursor(cursor, bound={"t": "acme"}, fields={"s": SUB}) == {"s": "sub_1"}
 
 
 @pytest.mark.parametrize(
@@ -257,11 +260,14 @@ def test_a_cursor_round_trips_and_keeps_its_encoding() -> None:
         "WzFd",  # [1]
         "not a cursor",
         "%%%",
+        encode_cursor({"t": "acme", "s": "x" * 1100}),  # a string, but not of the field's shape
+        encode_cursor({"t": "acme", "s": "sub_" + "a" * 1100}),
+        encode_cursor({"t": "acme", "s": "sub_1\n"}),
     ],
 )
 def test_a_cursor_of_another_listing_or_a_damaged_one_is_refused(cursor: str) -> None:
     with pytest.raises(InvalidCursorError) as refused:
-        decode_cursor(cursor, bound={"t": "acme"}, keys=("s",), scope="for this tenant")
+        decode_cursor(cursor, bound={"t": "acme"}, fields={"s": SUB}, scope="for this tenant")
     assert refused.value.code == "invalid_cursor"
     assert refused.value.message == (
         "the cursor is not one this listing returned for this tenant; start again without a cursor"
@@ -270,9 +276,10 @@ def test_a_cursor_of_another_listing_or_a_damaged_one_is_refused(cursor: str) ->
 
 def test_a_cursor_may_be_bound_to_no_filter() -> None:
     unfiltered = encode_cursor({"q": "q_1", "r": None, "at": "2026-03-01T12:00:00.000Z"})
-    assert decode_cursor(unfiltered, bound={"r": None}, keys=("q", "at"))["q"] == "q_1"
+    fields = {"q": shaped(r"q_\d"), "at": stored_time}
+    assert decode_cursor(unfiltered, bound={"r": None}, fields=fields)["q"] == "q_1"
     with pytest.raises(InvalidCursorError) as refused:
-        decode_cursor(unfiltered, bound={"r": "stale_timestamp"}, keys=("q", "at"))
+        decode_cursor(unfiltered, bound={"r": "stale_timestamp"}, fields=fields)
     assert refused.value.message == (
         "the cursor is not one this listing returned; start again without a cursor"
     )
@@ -310,3 +317,17 @@ def test_expiry_is_whole_epoch_seconds() -> None:
     assert epoch_seconds(moment) == 1_772_366_400
     assert epoch_millis(moment) == 1_772_366_400_999
     assert from_epoch_seconds(1_772_366_400) == moment.replace(microsecond=0)
+
+
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [
+        ("2026-03-01T12:00:00.000Z", True),
+        ("2026-03-01T12:00:00+02:00", True),
+        ("2026-13-01T12:00:00.000Z", False),
+        ("2026-03-01 12:00:00", False),
+        ("2026-03-01T12:00:00.000Z" + "0" * 1100, False),
+    ],
+)
+def test_a_cursor_time_is_a_stored_time(text: str, valid: bool) -> None:
+    assert stored_time(text) is valid

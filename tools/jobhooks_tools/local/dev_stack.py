@@ -61,6 +61,7 @@ from jobhooks_tools.local.activity import Activity, ActivityFeed
 from jobhooks_tools.local.analytics import install_local_backend
 from jobhooks_tools.local.event_source import LambdaContext, SqsEventSource
 from jobhooks_tools.local.faults import FaultInjector, invoking_as
+from jobhooks_tools.local.gateway import LOCAL_PARAMETERS
 from jobhooks_tools.local.moto_server import (
     LOCAL_REGION,
     MotoServer,
@@ -506,7 +507,7 @@ class DevStack:
         self.resources = provision(
             template,
             checkout=self._template_path.parent,
-            parameters=self.settings.parameters,
+            parameters={**LOCAL_PARAMETERS, **self.settings.parameters},
             fetcher_keys=[self.settings.key.hex],
             endpoint_url=self.aws_endpoint_url,
             region=LOCAL_REGION,

@@ -31,6 +31,9 @@ from jobhooks_tools.local.template import LocalTemplateError, find_template, loa
 API_FUNCTION: Final = "ApiFunction"
 API_RESOURCE: Final = "HttpApi"
 LOCAL_OPERATOR_ARN: Final = f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:user/jobhooks-dev"
+# The local stack's deployer is its developer: the local caller is its operator, as the account's
+# administrators are a deployed stack's (template.yaml's OperatorPrincipals).
+LOCAL_PARAMETERS: Final = {"OperatorPrincipals": LOCAL_OPERATOR_ARN}
 IAM: Final = "AWS_IAM"
 NONE: Final = "NONE"
 GREEDY: Final = "{proxy+}"

@@ -47,12 +47,18 @@ from jobhooks.delivery.attempt_log import BY_SUBSCRIPTION_INDEX, MAX_BATCH_GET_K
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.delivery.first_attempts import FirstAttemptLog, StoredPage, batch_time
 from jobhooks.delivery.model import DeliveryPage, DeliveryRecord
-from jobhooks.delivery_task import delivery_id_for, legacy_delivery_id_for, parse_delivery_id
+from jobhooks.delivery_task import (
+    DELIVERY_ID_PATTERN,
+    delivery_id_for,
+    legacy_delivery_id_for,
+    parse_delivery_id,
+)
 from jobhooks.storage.claim_reader import ClaimedEvent
-from jobhooks.storage.cursors import decode_cursor, encode_cursor
+from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped, stored_time
 from jobhooks.storage.exceptions import InvalidCursorError
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
 from jobhooks.storage.times import format_time, parse_time, to_stored_precision
+from jobhooks.subscriptions.model import SUBSCRIPTION_ID_PATTERN
 
 # The listing an event's cursors name (once an index's name; cursors stay valid across it).
 BY_EVENT_LISTING: Final = "by_event"
@@ -60,6 +66,8 @@ BY_EVENT_LISTING: Final = "by_event"
 CURSOR_SCOPE: Final = "for this subscription or event"
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND: Final = timedelta(milliseconds=1)
+_DELIVERY_ID: Final = shaped(DELIVERY_ID_PATTERN)
+_SUBSCRIPTION_ID: Final = shaped(SUBSCRIPTION_ID_PATTERN)
 
 # A delivery's place in a subscription's listing: (created_at, delivery_id), greatest first.
 Place = tuple[datetime, str]
@@ -118,7 +126,8 @@ class DeliveryHistory:
         after = None
         if cursor:
             bound = {"i": BY_EVENT_LISTING, "p": event_id}
-            document = decode_cursor(cursor, bound=bound, keys=("d", "s"), scope=CURSOR_SCOPE)
+            fields = {"d": _DELIVERY_ID, "s": _SUBSCRIPTION_ID}
+            document = decode_cursor(cursor, bound=bound, fields=fields, scope=CURSOR_SCOPE)
             after = document["s"]
         remaining = sorted({s for s in subscription_ids if after is None or s > after})
         reads = _Reads(self._claims, self._first_attempts)
@@ -393,7 +402,7 @@ def _subscription_place(cursor: str, subscription_id: str) -> Place:
     document = decode_cursor(
         cursor,
         bound={"i": BY_SUBSCRIPTION_INDEX, "p": subscription_id},
-        keys=("d", "s"),
+        fields={"d": _DELIVERY_ID, "s": stored_time},
         scope=CURSOR_SCOPE,
     )
     try:

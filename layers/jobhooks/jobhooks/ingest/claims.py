@@ -41,6 +41,7 @@ from jobhooks.ingest.exceptions import (
     EventInProgressError,
     EventNotFoundError,
 )
+from jobhooks.ingest.inbound import MAX_EVENT_ID_CHARS
 from jobhooks.ingest.model import (
     MAX_EVENTS_PER_BATCH_RECORD,
     Claim,
@@ -53,7 +54,7 @@ from jobhooks.ingest.model import (
 )
 from jobhooks.storage.claim_reader import batch_key, is_batch_key, subscription_ids_of
 from jobhooks.storage.conditions import is_condition_failure
-from jobhooks.storage.cursors import decode_cursor, encode_cursor
+from jobhooks.storage.cursors import decode_cursor, encode_cursor, printable_text, stored_time
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
 from jobhooks.storage.times import (
     epoch_millis,
@@ -72,6 +73,8 @@ UNMATCHED_INDEX: Final = "unmatched"
 
 # `state` is a DynamoDB reserved word.
 _NAMES: Final = {"#state": "state"}
+# A claim's event id is its ce-id, at most as long as ingest keeps one.
+_EVENT_ID: Final = printable_text(MAX_EVENT_ID_CHARS)
 
 
 class ClaimStore:
@@ -487,7 +490,9 @@ def _cursor_after(record: EventRecord) -> str:
 
 
 def _start_key(cursor: str, tenant_id: str) -> dict[str, Any]:
-    document = decode_cursor(cursor, bound={"t": tenant_id}, keys=("e", "d"))
+    document = decode_cursor(
+        cursor, bound={"t": tenant_id}, fields={"e": _EVENT_ID, "d": stored_time}
+    )
     return {
         "event_id": {"S": document["e"]},
         "unmatched_tenant": {"S": tenant_id},

@@ -23,9 +23,14 @@ from jobhooks.ingest.exceptions import (
     QuarantineTooLargeError,
 )
 from jobhooks.ingest.inbound import InboundMessage, claimed_event_id
-from jobhooks.ingest.model import QuarantinedMessage, QuarantinePage, QuarantineStatus
+from jobhooks.ingest.model import (
+    QUARANTINE_ID_PATTERN,
+    QuarantinedMessage,
+    QuarantinePage,
+    QuarantineStatus,
+)
 from jobhooks.storage.conditions import is_condition_failure
-from jobhooks.storage.cursors import decode_cursor, encode_cursor
+from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped, stored_time
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
 from jobhooks.storage.times import (
     epoch_seconds,
@@ -40,6 +45,7 @@ BY_REASON_INDEX: Final = "by_reason"
 # A DynamoDB item holds at most 400 KB, attribute names included; SQS bodies go up to 1 MiB.
 MAX_STORED_MESSAGE_BYTES: Final = 350_000
 MAX_DETAIL_CHARS: Final = 1_000
+_QUARANTINE_ID: Final = shaped(QUARANTINE_ID_PATTERN)
 
 
 def quarantine_id_for(message_id: str, sent_at: datetime) -> str:
@@ -253,7 +259,9 @@ def _cursor_after(record: QuarantinedMessage, reason: Reason | None) -> str:
 
 def _start_key(cursor: str, reason: Reason | None) -> dict[str, Any]:
     document = decode_cursor(
-        cursor, bound={"r": reason.value if reason else None}, keys=("q", "at")
+        cursor,
+        bound={"r": reason.value if reason else None},
+        fields={"q": _QUARANTINE_ID, "at": stored_time},
     )
     key: dict[str, Any] = {"quarantine_id": {"S": document["q"]}}
     if reason is not None:

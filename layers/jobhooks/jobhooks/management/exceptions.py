@@ -94,6 +94,20 @@ class RedriveUnavailableError(ManagementError):
         self.aws_code = aws_code
 
 
+class TenantSendLimitError(ManagementError):
+    """A tenant's callers made more replays and test sends this minute than its share."""
+
+    code = "too_many_sends"
+    status = HTTPStatus.TOO_MANY_REQUESTS
+
+    def __init__(self, limit: int, retry_after: int) -> None:
+        super().__init__(
+            f"this tenant may replay or test-send {limit} times a minute; retry after "
+            f"{retry_after} s (the Retry-After header)"
+        )
+        self.retry_after = retry_after
+
+
 class ManagementMisconfiguredError(ConfigurationError):
     """A setting the management API (or the ingest path it replays through) needs is bad."""
 
@@ -109,6 +123,8 @@ class ApiError:
     code: str
     message: str
     field: str | None = None
+    retry_after: int | None = None
+    """Seconds, for the Retry-After header of a 429."""
 
     def body(self) -> dict[str, dict[str, str]]:
         error = {"code": self.code, "message": self.message}
@@ -125,8 +141,13 @@ def with_field(field: str | None, message: str) -> str:
 def api_error_for(error: BaseException) -> ApiError:
     """The API answer for `error`; anything unforeseen is a 500 that reveals nothing."""
     if isinstance(error, JobhooksError):
+        retry_after = getattr(error, "retry_after", None)
         return ApiError(
-            int(error.status), str(error.code), with_field(error.field, error.message), error.field
+            int(error.status),
+            str(error.code),
+            with_field(error.field, error.message),
+            error.field,
+            retry_after if isinstance(retry_after, int) else None,
         )
     # botocore loads with the first AWS client; an error of its own implies it is loaded.
     from botocore.exceptions import BotoCoreError, ClientError

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobhooks.delivery.network_policy import MAX_URL_LENGTH
+from jobhooks.delivery_task import DELIVERY_ID_PATTERN as DELIVERY_ID_PATTERN
+from jobhooks.ingest.model import QUARANTINE_ID_PATTERN as QUARANTINE_ID_PATTERN
 from jobhooks.management.settings import RedriveMethod
 from jobhooks.subscriptions.model import (
     DEFAULT_EVENT_TYPES,
@@ -28,14 +30,12 @@ from jobhooks.subscriptions.model import (
     EventType,
     SubscriptionStatus,
 )
+from jobhooks.subscriptions.model import SUBSCRIPTION_ID_PATTERN as SUBSCRIPTION_ID_PATTERN
 
 # Ids as the bridge issues them. Path parameters are held to these shapes before any lookup, so
 # a mistyped id is a 422 that says so, never a confusing error from DynamoDB.
-SUBSCRIPTION_ID_PATTERN: Final = r"^sub_[A-Za-z0-9_-]{1,64}$"
-# A delivery id names its event (a mark and base64url: at most 684 characters for a 512-character
-# ce-id) and tags its subscription; ids made before that are a hash (`jobhooks.delivery_task`).
-DELIVERY_ID_PATTERN: Final = r"^dlv_([0-9a-f]{32}|[A-Za-z0-9_-]{2,684}\.[A-Za-z0-9_-]{8})$"
-QUARANTINE_ID_PATTERN: Final = r"^q_[0-9a-f]{32}$"
+# Their patterns are kept where the ids are made (SUBSCRIPTION_ID_PATTERN, DELIVERY_ID_PATTERN,
+# QUARANTINE_ID_PATTERN, imported above): the cursors of listings check them too.
 # A `ce-id` (fetcher.job.<status>.<job id>): the characters that are safe in a path segment.
 EVENT_ID_PATTERN: Final = r"^[A-Za-z0-9._~:@+=-]{1,512}$"
 CURSOR_MAX_LENGTH: Final = 2048

@@ -188,8 +188,10 @@ RedriveBody = Annotated[
 _ERROR_DESCRIPTIONS: Final = {
     HTTPStatus.BAD_REQUEST: "The request body is not UTF-8 JSON (or nests too deep)",
     HTTPStatus.UNSUPPORTED_MEDIA_TYPE: "The request body was not sent as application/json",
-    HTTPStatus.FORBIDDEN: "The caller may not do this: no IAM identity, or an operator route "
-    "asked by a caller a grant binds to tenants",
+    HTTPStatus.FORBIDDEN: "The caller may not do this: no IAM identity, an IAM identity that is "
+    "neither an operator nor bound by a grant, or an operator route asked by a bound caller",
+    HTTPStatus.TOO_MANY_REQUESTS: "The tenant's replays and test sends of this minute are used "
+    "up; retry after the Retry-After header's seconds",
     HTTPStatus.NOT_FOUND: "No such resource (or it belongs to another tenant)",
     HTTPStatus.CONFLICT: "The resource's state does not allow this now",
     HTTPStatus.UNPROCESSABLE_ENTITY: "The request is invalid; `error.field` names the field",

@@ -56,6 +56,9 @@ class ManagementSettings(Settings):
     # How long deliveries are kept (the template's AttemptLogDays): the claims this process
     # writes (quarantine replays) outlive them, since a delivery id resolves through its claim.
     attempt_log_days: int = Field(30, ge=1, le=365)
+    # Replays and test sends per minute of one tenant's own callers (tenant-bound and portal):
+    # the API's throttle and the delivery queue are shared, so no tenant may use them up.
+    tenant_sends_per_minute: int = Field(30, ge=1, le=10_000)
 
 
 def sqs_endpoint_override(environ: Mapping[str, str]) -> str | None:

@@ -10,7 +10,9 @@ TTL deletes lazily). Items, as `pk` / `sk`:
 - `link#<link id>` / `used`: a link that was opened (one-time use: the conditional put is the
   consumption);
 - `session#<session id>` / `revoked`: a session ended early (`portal revoke --session`, or its
-  owner signed out).
+  owner signed out);
+- `tenant#<tenant id>` / `sends#<window start>`: how many replays and test sends the tenant's
+  own callers made in that minute (`count`), expiring with it (`take_send`).
 
 Grants share one partition, so listing them is one `Query` (the API reads them on every IAM
 request to tell tenant-bound callers from operators; `MAX_GRANTS` keeps that one page).
@@ -36,6 +38,7 @@ GRANT_PARTITION: Final = "grant"
 REVOCATION: Final = "revocation"
 USED: Final = "used"
 REVOKED: Final = "revoked"
+SENDS: Final = "sends"
 MAX_GRANTS: Final = 100
 _BATCH_GET_ATTEMPTS: Final = 4
 
@@ -170,6 +173,33 @@ class AccessStore:
         if tenant_id:
             item["tenant_id"] = {"S": tenant_id}
         self._dynamodb.put_item(TableName=self.table_name, Item=item)
+
+    # -- the tenants' send budget ------------------------------------------------------------
+
+    def take_send(self, tenant_id: str, *, limit: int, window_seconds: int) -> int | None:
+        """Count one replay or test send of `tenant_id` in the current window: None when it is
+        within `limit`, else the seconds until the window ends. One conditional UpdateItem, so
+        the count holds across every instance of the function."""
+        now = int(self._clock().timestamp())
+        start = now - now % window_seconds
+        try:
+            self._dynamodb.update_item(
+                TableName=self.table_name,
+                Key=_key(_tenant_partition(tenant_id), f"{SENDS}#{start}"),
+                UpdateExpression="ADD #count :one SET #expires = :expires",
+                ConditionExpression="attribute_not_exists(#count) OR #count < :limit",
+                ExpressionAttributeNames={"#count": "count", "#expires": "expires_at"},
+                ExpressionAttributeValues={
+                    ":one": {"N": "1"},
+                    ":limit": {"N": str(limit)},
+                    ":expires": {"N": str(start + 2 * window_seconds)},
+                },
+            )
+        except Exception as error:
+            if is_condition_failure(error):
+                return max(1, start + window_seconds - now)
+            raise
+        return None
 
     # -- links and sessions ------------------------------------------------------------------
 

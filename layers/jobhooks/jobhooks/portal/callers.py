@@ -3,12 +3,13 @@
 Three kinds of callers reach the API function, each identified only by what API Gateway put in
 the request context after verifying it, never by anything the request says about itself:
 
-- an **operator**: an IAM caller (`requestContext.authorizer.iam`) that matches no grant. It
-  may act on any tenant, as every IAM caller could before grants existed;
 - a **tenant-bound** IAM caller: one that matches a grant (`jobhooks.portal.grants`). It acts
   for the grant's tenants only; anything of another tenant is "not found" (its existence is
   never revealed), and operator routes (quarantine, dead-letter queues, grants, portal links)
   answer 403;
+- an **operator**: an IAM caller (`requestContext.authorizer.iam`) that matches no grant but one
+  of the deployment's operator patterns (`OperatorPrincipals`). It may act on any tenant. Any
+  other IAM caller is refused (403 `not_authorized`): access fails closed;
 - a **portal session**: a browser holding a session cookie that the portal authorizer verified
   (`requestContext.authorizer.lambda`). It acts for the one tenant of its session.
 
@@ -19,19 +20,24 @@ an IAM identity, or a portal API request without the authorizer's verdict, is re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from jobhooks.portal.exceptions import (
     IamIdentityRequiredError,
+    NotAuthorizedError,
     OperatorOnlyError,
     PortalError,
     SessionRequiredError,
     TenantNotFoundError,
     TenantRequiredError,
 )
+from jobhooks.portal.grants import is_operator, tenants_of
+
+if TYPE_CHECKING:
+    from jobhooks.portal.access_store import StoredGrant
 
 PUBLIC_PATHS: Final = frozenset({"/portal", "/portal/"})
 PORTAL_ASSETS_PREFIX: Final = "/portal/assets/"
@@ -137,10 +143,17 @@ def portal_pass(event: Mapping[str, Any], kind: str) -> PortalPass:
     return verdict
 
 
-def iam_caller(principal: str, bound_tenants: frozenset[str]) -> Caller:
+def iam_caller(
+    principal: str, grants: Sequence[StoredGrant], operator_patterns: Sequence[str]
+) -> Caller:
+    """Who `principal` is: bound by the grants it matches, else an operator if an operator
+    pattern names it; `NotAuthorizedError` for anyone else."""
+    bound_tenants = tenants_of(principal, grants)
     if bound_tenants:
         return Caller(CallerKind.TENANT_BOUND, principal, bound_tenants)
-    return Caller(CallerKind.OPERATOR, principal)
+    if is_operator(principal, operator_patterns):
+        return Caller(CallerKind.OPERATOR, principal)
+    raise NotAuthorizedError()
 
 
 def gate_request(event: Mapping[str, Any]) -> PortalError | None:

@@ -106,6 +106,20 @@ class IamIdentityRequiredError(PortalError):
         )
 
 
+class NotAuthorizedError(PortalError):
+    """An IAM caller that matches no grant and no operator pattern: access fails closed."""
+
+    code = "not_authorized"
+    status = HTTPStatus.FORBIDDEN
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this IAM identity is neither an operator of this deployment nor bound to a tenant "
+            "by a grant; ask an operator for a grant (`jobhooks grants add`), or to add it to the "
+            "stack's OperatorPrincipals"
+        )
+
+
 class OperatorOnlyError(PortalError):
     code = "operator_only"
     status = HTTPStatus.FORBIDDEN

@@ -133,8 +133,16 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    """Bytes of unpadded base64url text (the caller matched the alphabet already)."""
+    """Bytes of canonical unpadded base64url text (the caller matched the alphabet already).
+
+    A decoder ignores the unused low bits of the last character, so `...A` and `...B` can
+    decode alike: only the one encoding `seal` writes is accepted, so that no token has a
+    second spelling that verifies (and a revocation or log line naming one misses the other).
+    """
     try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except (binascii.Error, ValueError):
         raise InvalidTokenError() from None
+    if _b64(data) != text:
+        raise InvalidTokenError()
+    return data

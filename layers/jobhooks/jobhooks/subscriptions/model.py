@@ -32,6 +32,8 @@ from jobhooks.subscriptions.exceptions import (
 )
 
 SUBSCRIPTION_ID_PREFIX: Final = "sub_"
+# Every subscription id the bridge made (`new_subscription_id`: 22 characters after the prefix).
+SUBSCRIPTION_ID_PATTERN: Final = r"^sub_[A-Za-z0-9_-]{1,64}$"
 SECRET_ID_PREFIX: Final = "sec_"  # noqa: S105 - an id prefix, not a secret
 
 MAX_TENANT_ID_LENGTH: Final = 256

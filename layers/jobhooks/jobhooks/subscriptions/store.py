@@ -19,7 +19,7 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from jobhooks.storage.conditions import is_condition_failure
-from jobhooks.storage.cursors import decode_cursor, encode_cursor
+from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
 from jobhooks.storage.times import format_time, parse_time, to_stored_precision, utc_now
 from jobhooks.subscriptions.exceptions import (
@@ -31,6 +31,7 @@ from jobhooks.subscriptions.model import (
     DEFAULT_EVENT_TYPES,
     DEFAULT_GRACE,
     MAX_PREVIOUS_SECRETS,
+    SUBSCRIPTION_ID_PATTERN,
     EventType,
     SecretVersion,
     Subscription,
@@ -56,6 +57,7 @@ DISABLED_BY_TENANT: Final = "disabled by the tenant"
 
 _WRITE_ATTEMPTS: Final = 5
 _MATCHING_CACHE_ENTRIES: Final = 1024
+_SUBSCRIPTION_ID: Final = shaped(SUBSCRIPTION_ID_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -572,5 +574,7 @@ def _secret_from_map(attributes: dict[str, Any]) -> SecretVersion:
 
 
 def _start_key(cursor: str, tenant_id: str) -> dict[str, Any]:
-    document = decode_cursor(cursor, bound={"t": tenant_id}, keys=("s",), scope=CURSOR_SCOPE)
+    document = decode_cursor(
+        cursor, bound={"t": tenant_id}, fields={"s": _SUBSCRIPTION_ID}, scope=CURSOR_SCOPE
+    )
     return {"tenant_id": {"S": tenant_id}, "subscription_id": {"S": document["s"]}}

@@ -23,7 +23,7 @@ from jobhooks.management.openapi import (
     TenantScopeQuery,
     documented,
 )
-from jobhooks.management.routes.dependencies import CallerOf, Context
+from jobhooks.management.routes.dependencies import CallerOf, Context, Sends
 from jobhooks.portal.scoping import delivery_scope, event_scope, subscription_scope
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
@@ -90,16 +90,20 @@ def handle_get_delivery(
     operation_id="replay_delivery",
     summary="Deliver again (replay: true), whatever the delivery's status",
     status_code=ACCEPTED,
-    responses=documented(ACCEPTED, ReplayedDelivery, NOT_FOUND, CONFLICT),
+    responses=documented(
+        ACCEPTED, ReplayedDelivery, NOT_FOUND, CONFLICT, HTTPStatus.TOO_MANY_REQUESTS
+    ),
     tags=TAGS,
 )
 def handle_replay_delivery(
     delivery_id: DeliveryIdPath,
     context: Context,
     caller: CallerOf,
+    sends: Sends,
     tenant_id: TenantScopeQuery = None,
 ) -> ReplayedDelivery:
     scope = delivery_scope(context, caller, delivery_id, tenant_id)
+    sends.take(caller, scope)
     replayed = deliveries.replay_delivery(context, delivery_id, tenant_id=scope)
     logger.info("delivery replayed", extra={"delivery_id": delivery_id})
     metrics.add_metric(name="DeliveriesReplayed", unit=MetricUnit.Count, value=1)

@@ -4,11 +4,14 @@
   per request (cheaply: the context is cached per configuration), so one API module serves
   `jobhooks dev` and tests that re-provision the stack in the same process;
 - `portal_context`: the access store and the portal sessions;
-- `caller`: who is calling (`jobhooks.portal.callers`): an operator or a tenant-bound IAM
-  caller, told apart by the grants; `operator` is the same for routes only operators may use;
+- `caller`: who is calling (`jobhooks.portal.callers`): a tenant-bound IAM caller (it matches a
+  grant) or an operator (it matches one of `operator_patterns`, the deployment's
+  `JOBHOOKS_OPERATOR_PRINCIPALS`); anyone else is refused; `operator` is the same for routes
+  only operators may use;
 - `portal_session`: the verified session of a portal API request, from the authorizer's
   context; its writes must carry the portal's own header (`X-Jobhooks-Portal`), which a page of
   another site cannot send without a CORS preflight this API never grants.
+- `send_budget`: the tenant's replays and test sends this minute (`SendBudget.take`);
 - `analytics_engine`: the analytics query engine (Athena on AWS, DuckDB on `jobhooks dev`),
   built with the first analytics request; `portal_analytics_engine` is the same for the
   portal's chart (None without an analytics table), `pseudonymizer` the table's id pseudonyms.
@@ -20,13 +23,14 @@ these functions; nothing is patched.
 from __future__ import annotations
 
 import functools
+import os
 from typing import Annotated, Any, Final
 
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.request import Request
 
 from jobhooks.management.context import ManagementContext, get_management_context
-from jobhooks.management.exceptions import ManagementMisconfiguredError
+from jobhooks.management.exceptions import ManagementMisconfiguredError, TenantSendLimitError
 from jobhooks.management.settings import ManagementSettings
 from jobhooks.portal.callers import (
     Caller,
@@ -35,12 +39,17 @@ from jobhooks.portal.callers import (
     iam_principal,
     portal_pass,
 )
-from jobhooks.portal.exceptions import IamIdentityRequiredError, PortalHeaderRequiredError
-from jobhooks.portal.grants import tenants_of
+from jobhooks.portal.exceptions import (
+    IamIdentityRequiredError,
+    InvalidPrincipalPatternError,
+    PortalHeaderRequiredError,
+)
+from jobhooks.portal.grants import parse_operator_principals
 from jobhooks.portal.models import PORTAL_HEADER
 from jobhooks.settings import ConfigurationError
 
 _SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+OPERATOR_PRINCIPALS_VARIABLE: Final = "JOBHOOKS_OPERATOR_PRINCIPALS"
 
 
 def management_context() -> ManagementContext:
@@ -62,15 +71,32 @@ def portal_context() -> Any:
     return get_portal_context(PortalSettings.from_env())
 
 
+def operator_patterns() -> tuple[str, ...]:
+    """The deployment's operator patterns (template parameter `OperatorPrincipals`); none when
+    the variable is unset, so that every caller without a grant is refused."""
+    return _operator_patterns(os.environ.get(OPERATOR_PRINCIPALS_VARIABLE, ""))
+
+
+@functools.lru_cache(maxsize=4)
+def _operator_patterns(text: str) -> tuple[str, ...]:
+    try:
+        return parse_operator_principals(text)
+    except InvalidPrincipalPatternError as error:
+        raise ManagementMisconfiguredError(
+            f"{OPERATOR_PRINCIPALS_VARIABLE}: {error.message}"
+        ) from None
+
+
 Context = Annotated[ManagementContext, Depends(management_context)]
 Portal = Annotated[Any, Depends(portal_context)]
+OperatorPatterns = Annotated[tuple[str, ...], Depends(operator_patterns)]
 
 
-def caller(request: Request, portal: Portal) -> Caller:
+def caller(request: Request, portal: Portal, operators: OperatorPatterns) -> Caller:
     principal = iam_principal(request.resolved_event.raw_event)
     if principal is None:
         raise IamIdentityRequiredError()
-    return iam_caller(principal, tenants_of(principal, portal.store.list_grants()))
+    return iam_caller(principal, portal.store.list_grants(), operators)
 
 
 CallerOf = Annotated[Caller, Depends(caller)]
@@ -82,6 +108,37 @@ def operator(caller: CallerOf, request: Request) -> Caller:
 
 
 Operator = Annotated[Caller, Depends(operator)]
+
+
+def send_budget(context: Context, portal: Portal) -> SendBudget:
+    return SendBudget(portal.store, context.settings.tenant_sends_per_minute)
+
+
+class SendBudget:
+    """Replays and test sends of one tenant's own callers, counted per minute in the access
+    table (so across every instance of the function): past the tenant's share, 429 with
+    Retry-After. Operators are not counted: they act for the deployment, not for one tenant."""
+
+    WINDOW_SECONDS: Final = 60
+
+    def __init__(self, store: Any, per_minute: int) -> None:
+        self._store = store
+        self.per_minute = per_minute
+
+    def take(self, caller: Caller | PortalPass, tenant_id: str | None) -> None:
+        if isinstance(caller, Caller) and caller.is_operator:
+            return
+        tenant = caller.tenant_id if isinstance(caller, PortalPass) else tenant_id
+        if tenant is None:
+            return
+        wait = self._store.take_send(
+            tenant, limit=self.per_minute, window_seconds=self.WINDOW_SECONDS
+        )
+        if wait is not None:
+            raise TenantSendLimitError(self.per_minute, wait)
+
+
+Sends = Annotated[SendBudget, Depends(send_budget)]
 
 
 def portal_session(request: Request) -> PortalPass:

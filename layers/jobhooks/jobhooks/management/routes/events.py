@@ -18,7 +18,7 @@ from jobhooks.management.openapi import (
     TenantScopeQuery,
     documented,
 )
-from jobhooks.management.routes.dependencies import CallerOf, Context
+from jobhooks.management.routes.dependencies import CallerOf, Context, Sends
 from jobhooks.portal.scoping import event_scope, named_tenant
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
@@ -36,16 +36,18 @@ metrics = Metrics()
     operation_id="replay_event",
     summary="Deliver an event again to every subscription that wants it now",
     status_code=ACCEPTED,
-    responses=documented(ACCEPTED, EventReplay, NOT_FOUND, CONFLICT),
+    responses=documented(ACCEPTED, EventReplay, NOT_FOUND, CONFLICT, HTTPStatus.TOO_MANY_REQUESTS),
     tags=TAGS,
 )
 def handle_replay_event(
     event_id: EventIdPath,
     context: Context,
     caller: CallerOf,
+    sends: Sends,
     tenant_id: TenantScopeQuery = None,
 ) -> EventReplay:
     scope = event_scope(context, caller, event_id, tenant_id)
+    sends.take(caller, scope)
     replayed = events.replay_event(context, event_id, tenant_id=scope)
     logger.info(
         "event replayed", extra={"event_id": event_id, "deliveries": len(replayed.deliveries)}

@@ -18,8 +18,8 @@ from jobhooks.portal.access_store import StoredGrant
 from jobhooks.portal.exceptions import GrantBindsCallerError
 from jobhooks.portal.grants import (
     GRANT_ID_PATTERN,
+    grant_matches,
     new_grant_id,
-    principal_matches,
     validate_principal_pattern,
     validate_tenants,
 )
@@ -57,7 +57,7 @@ def handle_list_grants(portal: Portal, operator: Operator) -> GrantList:
 )
 def handle_add_grant(body: GrantRequest, portal: Portal, operator: Operator) -> GrantView:
     pattern = validate_principal_pattern(body.principal_pattern)
-    if principal_matches(pattern, operator.principal):
+    if grant_matches(pattern, operator.principal):
         raise GrantBindsCallerError()
     grant = StoredGrant(
         grant_id=new_grant_id(),
@@ -74,7 +74,7 @@ def handle_add_grant(body: GrantRequest, portal: Portal, operator: Operator) -> 
 @router.delete(
     "/v1/grants/<grant_id>",
     operation_id="remove_grant",
-    summary="Remove a grant: its principals are operators again unless another grant binds them",
+    summary="Remove a grant: its principals lose its tenants (never made operators by it)",
     status_code=NO_CONTENT,
     responses=documented(NO_CONTENT, None, FORBIDDEN, NOT_FOUND),
     tags=TAGS,

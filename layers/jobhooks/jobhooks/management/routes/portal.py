@@ -46,6 +46,7 @@ from jobhooks.management.routes.dependencies import (
     Operator,
     Portal,
     Pseudonyms,
+    Sends,
     Session,
 )
 from jobhooks.portal import pages
@@ -344,13 +345,14 @@ def handle_portal_rotate_secret(
     "/portal/api/subscriptions/<subscription_id>/test",
     operation_id="portal_send_test_webhook",
     summary="Send a signed jobhooks.test webhook now; the attempt's result",
-    responses=portal_documented(OK, TestSendResult, NOT_FOUND),
+    responses=portal_documented(OK, TestSendResult, NOT_FOUND, HTTPStatus.TOO_MANY_REQUESTS),
     tags=PORTAL_TAG,
     security=SESSION_SECURITY,
 )
 def handle_portal_send_test_webhook(
-    subscription_id: SubscriptionIdPath, session: Session, context: Context
+    subscription_id: SubscriptionIdPath, session: Session, context: Context, sends: Sends
 ) -> TestSendResult:
+    sends.take(session, session.tenant_id)
     return subscriptions.send_test_webhook(context, subscription_id, tenant_id=session.tenant_id)
 
 
@@ -399,13 +401,16 @@ def handle_portal_get_delivery(
     operation_id="portal_replay_delivery",
     summary="Deliver again, whatever the delivery's status",
     status_code=ACCEPTED,
-    responses=portal_documented(ACCEPTED, ReplayedDelivery, NOT_FOUND, CONFLICT),
+    responses=portal_documented(
+        ACCEPTED, ReplayedDelivery, NOT_FOUND, CONFLICT, HTTPStatus.TOO_MANY_REQUESTS
+    ),
     tags=PORTAL_TAG,
     security=SESSION_SECURITY,
 )
 def handle_portal_replay_delivery(
-    delivery_id: DeliveryIdPath, session: Session, context: Context
+    delivery_id: DeliveryIdPath, session: Session, context: Context, sends: Sends
 ) -> ReplayedDelivery:
+    sends.take(session, session.tenant_id)
     return deliveries.replay_delivery(context, delivery_id, tenant_id=session.tenant_id)
 
 

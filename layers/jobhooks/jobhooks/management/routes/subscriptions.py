@@ -31,7 +31,7 @@ from jobhooks.management.openapi import (
     UpdateSubscriptionBody,
     documented,
 )
-from jobhooks.management.routes.dependencies import CallerOf, Context
+from jobhooks.management.routes.dependencies import CallerOf, Context, Sends
 from jobhooks.portal.scoping import named_tenant, subscription_scope
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
@@ -167,16 +167,18 @@ def handle_rotate_secret(
     "/v1/subscriptions/<subscription_id>/test",
     operation_id="send_test_webhook",
     summary="Send a signed jobhooks.test webhook now; the attempt's result",
-    responses=documented(OK, TestSendResult, NOT_FOUND, CONFLICT),
+    responses=documented(OK, TestSendResult, NOT_FOUND, CONFLICT, HTTPStatus.TOO_MANY_REQUESTS),
     tags=TAGS,
 )
 def handle_send_test_webhook(
     subscription_id: SubscriptionIdPath,
     context: Context,
     caller: CallerOf,
+    sends: Sends,
     tenant_id: TenantScopeQuery = None,
 ) -> TestSendResult:
     scope = subscription_scope(context, caller, subscription_id, tenant_id)
+    sends.take(caller, scope)
     result = subscriptions.send_test_webhook(context, subscription_id, tenant_id=scope)
     metrics.add_metric(name="TestSends", unit=MetricUnit.Count, value=1)
     return result

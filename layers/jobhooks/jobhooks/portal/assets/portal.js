@@ -6,7 +6,7 @@
 // then sent once, in a header, to be exchanged for an HttpOnly session cookie.
 import { api, ApiError } from "./api.js";
 import { jobHealthCharts, jobHealthTable } from "./chart.js";
-import { announce, h, show, when } from "./dom.js";
+import { announce, confirmDialog, h, show, when } from "./dom.js";
 import { act, detailPage, listPage, sessionOver } from "./endpoints.js";
 
 let signedIn = false;
@@ -19,6 +19,7 @@ async function start() {
   const token = tokenInHash();
   if (token !== null) {
     window.history.replaceState(null, "", `${window.location.pathname}#/`);
+    if (await keepsOpenSession(token)) return startSession();
     signedIn = false;
     try {
       await api.openSession(token);
@@ -26,6 +27,32 @@ async function start() {
       return linkRefused(failure, token);
     }
   }
+  return startSession();
+}
+
+// Login CSRF: a link of another tenant, opened while a session is open (sent by someone else,
+// perhaps, to make this person work in their tenant), switches tenants only when they say so.
+// Declined, the link stays unused and the open session goes on.
+async function keepsOpenSession(token) {
+  const linked = linkClaims(token);
+  if (!linked || typeof linked.t !== "string") return false;
+  let open;
+  try {
+    open = await api.session();
+  } catch (failure) {
+    return false;
+  }
+  if (!open || open.tenant_id === linked.t) return false;
+  const switching = await confirmDialog(
+    `Switch to tenant ${linked.t}?`,
+    `You are signed in to tenant ${open.tenant_id}. This link opens the portal of tenant ${linked.t} instead. Switch only if you asked for this link: a link someone sent you unasked could make you add endpoints to their tenant.`,
+    `Switch to ${linked.t}`,
+  );
+  if (!switching) announce(`Still in tenant ${open.tenant_id}; the link was not used.`);
+  return !switching;
+}
+
+async function startSession() {
   let session;
   try {
     session = await api.session();
@@ -105,15 +132,21 @@ function linkRefused(failure, token) {
   show(h("h1", {}, title), h("p", {}, reason), h("p", {}, "Ask your operator for a new portal link."));
 }
 
-// The link's claims are readable (only its MAC is secret): say plainly when it expired.
-function linkExpired(token) {
+// The link's claims are readable (only its MAC is secret): its tenant, its expiry.
+function linkClaims(token) {
   try {
-    const claims = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
-    const expires = JSON.parse(atob(claims)).e;
-    return typeof expires === "number" && expires * 1000 <= Date.now();
+    const encoded = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    const bytes = Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0));
+    return JSON.parse(new TextDecoder().decode(bytes));
   } catch (failure) {
-    return false;
+    return null;
   }
+}
+
+// Say plainly when a link expired.
+function linkExpired(token) {
+  const claims = linkClaims(token);
+  return Boolean(claims) && typeof claims.e === "number" && claims.e * 1000 <= Date.now();
 }
 
 function noSession() {
