@@ -24,11 +24,15 @@ Each task ends as one `DeliveryOutcome`:
   circuit is open (`circuit_breaker`), the deadline came before the POST could start, or the
   attempt raised (a bug: logged); the task is enqueued as it would be without first attempts.
 
-A POST still running when the deadline passes (the HTTP client's own watchdog should have ended
-it) counts as failed with the client's `timeout` class, and its task goes to the queue: the
-receiver may get the webhook twice, with the same `webhook-id`, which is what it deduplicates on.
-Every failed or gone attempt trips the subscription's circuit, so one bad receiver costs each
-warm process at most one deadline a minute, and never delays the other subscriptions' POSTs.
+The pool is shared fairly (`fair_pool`): POSTs start in turn across tenants, and each tenant of
+the batch gets an equal share of the workers. A POST still running when the deadline passes (the
+HTTP client's own watchdog should have ended it), or past the latency budget once nothing else
+is left to wait for, counts as failed with the client's `timeout` class, and its task goes to
+the queue: the receiver may get the webhook twice, with the same `webhook-id`, which is what it
+deduplicates on. Every failed or gone attempt, and every answer slower than the latency budget
+(`latency_budget_seconds`, a 2xx included), trips the subscription's circuit, so one slow or bad
+receiver costs each warm process at most one short wait a minute, and never delays the other
+subscriptions' POSTs.
 """
 
 from __future__ import annotations
