@@ -96,16 +96,23 @@ class Bridge:
             ) from None
 
     def subscribe(
-        self, tenant_id: str, *, event_types: Sequence[str] = ("job.completed", "job.failed")
+        self,
+        tenant_id: str,
+        *,
+        event_types: Sequence[str] = ("job.completed", "job.failed"),
+        job_names: Sequence[str] = (),
     ) -> Subscription:
         """A subscription of `tenant_id` pointing at an endpoint of its own on the receiver."""
         endpoint = f"{tenant_id}-{uuid.uuid4().hex[:6]}"
         url = self.receiver.add_endpoint(endpoint)
-        created = self.api(
-            "POST",
-            "/v1/subscriptions",
-            {"tenant_id": tenant_id, "url": url, "event_types": list(event_types)},
-        )
+        body: dict[str, Any] = {
+            "tenant_id": tenant_id,
+            "url": url,
+            "event_types": list(event_types),
+        }
+        if job_names:
+            body["job_names"] = list(job_names)
+        created = self.api("POST", "/v1/subscriptions", body)
         self.receiver.trust(endpoint, created["secret"])
         return Subscription(
             created["subscription_id"], tenant_id, endpoint, tuple(event_types), created["secret"]

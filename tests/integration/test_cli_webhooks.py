@@ -184,3 +184,32 @@ def test_add_beyond_the_tenants_endpoint_cap_is_refused_with_its_reason(
     assert refused.code == 1
     [line] = refused.stderr.strip().splitlines()
     assert line.startswith("jobhooks: subscription_limit_reached: tenant 'acme' already has 2")
+
+
+def test_job_name_filters_are_added_replaced_and_cleared(
+    api: ApiServer, receiver: Receiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    added = run_cli(
+        capsys, "webhooks", "add", "--tenant", "acme", "--url", receiver.url,
+        "--job-name", "billing-*", "--job-name", "audit",
+    )  # fmt: skip
+    assert added.code == 0, added.stderr
+    subscription_id = added.json()["subscription_id"]
+    assert added.json()["job_names"] == ["billing-*", "audit"]
+
+    replaced = run_cli(
+        capsys, "webhooks", "update", subscription_id, "--job-name", "nightly-*"
+    )  # fmt: skip
+    assert replaced.code == 0, replaced.stderr
+    assert replaced.json()["job_names"] == ["nightly-*"]
+
+    cleared = run_cli(capsys, "webhooks", "update", subscription_id, "--job-name", "")
+    assert cleared.code == 0, cleared.stderr
+    assert cleared.json()["job_names"] == []
+    assert run_cli(capsys, "webhooks", "show", subscription_id).json()["job_names"] == []
+
+    refused = run_cli(
+        capsys, "webhooks", "update", subscription_id, "--job-name", "x" * 129
+    )  # fmt: skip
+    assert refused.code != 0
+    assert "job_names" in refused.stderr

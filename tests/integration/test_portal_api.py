@@ -333,6 +333,9 @@ def test_the_page_and_assets_are_public_and_carry_strict_headers(api: InProcessA
         assert answer.headers["referrer-policy"] == "no-referrer"
         assert answer.headers["x-content-type-options"] == "nosniff"
         assert answer.headers["cache-control"] == "no-store"
+    # A browser may add the trailing slash: the same page, not the IAM routes' 403.
+    slash = anonymous.call("GET", "/portal/", content_type=None)
+    assert (slash.status, slash.text) == (200, page.text)
     script = anonymous.call("GET", "/portal/assets/portal.js", content_type=None)
     assert script.status == 200 and script.headers["content-type"].startswith("text/javascript")
     assert script.headers["content-security-policy"] == CONTENT_SECURITY_POLICY

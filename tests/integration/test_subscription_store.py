@@ -16,6 +16,7 @@ from jobhooks.subscriptions import (
     InvalidDescriptionError,
     InvalidEventTypeError,
     InvalidGracePeriodError,
+    InvalidJobNamePatternError,
     InvalidStatusError,
     InvalidTenantIdError,
     InvalidUrlError,
@@ -642,3 +643,46 @@ def test_matching_cache_forgets_after_its_own_writes(local: Local) -> None:
     assert len(cached.matching("acme", "job.failed")) == 1
     cached.disable(subscription_id, "receiver answered 410")
     assert cached.matching("acme", "job.failed") == ()
+
+
+# -- job filters and notification types ------------------------------------------------------
+
+
+def test_job_name_patterns_round_trip_and_clear(store: SubscriptionStore) -> None:
+    created = _add(store, job_names=["billing-*", "audit", "billing-*", ""]).subscription
+    assert created.job_names == ("billing-*", "audit")
+    assert store.get(created.subscription_id).job_names == ("billing-*", "audit")
+    assert store.list_by_tenant("acme").subscriptions[0].job_names == ("billing-*", "audit")
+
+    changed = store.update(created.subscription_id, job_names=["nightly-?"])
+    assert store.get(created.subscription_id).job_names == changed.job_names == ("nightly-?",)
+    untouched = store.update(created.subscription_id, description="kept filter")
+    assert untouched.job_names == ("nightly-?",)
+    cleared = store.update(created.subscription_id, job_names=[])
+    assert store.get(created.subscription_id).job_names == cleared.job_names == ()
+
+
+@pytest.mark.parametrize(
+    "patterns",
+    [["x" * 129], ["bad\nname"], [f"job-{n}" for n in range(21)]],
+    ids=["too-long", "control-character", "too-many"],
+)
+def test_rejects_bad_job_name_patterns_with_a_stable_code(
+    store: SubscriptionStore, patterns: list[str]
+) -> None:
+    with pytest.raises(InvalidJobNamePatternError) as caught:
+        _add(store, job_names=patterns)
+    assert caught.value.code == "invalid_job_name_pattern"
+    assert caught.value.field == "job_names"
+    assert store.list_by_tenant("acme").subscriptions == ()
+
+
+def test_notification_types_are_asked_for_never_given_by_default(
+    store: SubscriptionStore,
+) -> None:
+    default = _add(store).subscription
+    notified = _add(store, event_types=["job_health.degraded", "endpoint.disabled"]).subscription
+    assert default.event_types == (EventType.JOB_COMPLETED, EventType.JOB_FAILED)
+    assert notified.event_types == (EventType.ENDPOINT_DISABLED, EventType.JOB_HEALTH_DEGRADED)
+    assert store.matching("acme", "job_health.degraded") == (notified,)
+    assert store.matching("acme", "job.completed") == (default,)

@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
         description="Create a subscription and print it as JSON. The `secret` (whsec_...)\n"
         "is shown this once: store it where the receiver verifies signatures.\n\n"
         "  jobhooks webhooks add --tenant acme --url https://hooks.example.com/fetcher \\\n"
-        "      --events job.completed,job.failed",
+        "      --events job.completed,job.failed --job-name 'billing-*'",
     )
     add.add_argument("--tenant", required=True, help="the tenant id (X-Tenant-ID)")
     add.add_argument("--url", required=True, help="https URL of a public host")
@@ -43,8 +43,10 @@ def register(subparsers: Any) -> None:
         "--events",
         type=_event_list,
         metavar="TYPES",
-        help="comma-separated event types (default: job.completed,job.failed)",
+        help="comma-separated event types (default: job.completed,job.failed; notification "
+        "types such as job_health.degraded are listed explicitly)",
     )
+    _job_name_argument(add, "only jobs whose job_name matches (repeatable; default: every job)")
     add.add_argument("--description", help="free text for people, up to 512 characters")
     add.set_defaults(handler=run_add)
 
@@ -72,13 +74,14 @@ def register(subparsers: Any) -> None:
     update = commands.add_parser(
         "update",
         parents=[connection],
-        help="change the URL, event types, description; enable or disable",
+        help="change the URL, event types, job filter, description; enable or disable",
         description="Change a subscription and print it as JSON. Only the options given change; "
-        '--description "" clears the description.',
+        '--description "" clears the description, --job-name "" the job filter.',
     )
     _subscription_arguments(update)
     update.add_argument("--url", help="a new https URL")
     update.add_argument("--events", type=_event_list, metavar="TYPES", help="new event types")
+    _job_name_argument(update, 'the new job filter, replacing the old (repeatable; "" clears it)')
     update.add_argument("--description", help="a new description")
     status = update.add_mutually_exclusive_group()
     status.add_argument("--enable", action="store_true", help="resume deliveries")
@@ -127,6 +130,8 @@ def run_add(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"tenant_id": args.tenant, "url": args.url}
     if args.events is not None:
         body["event_types"] = args.events
+    if args.job_names is not None:
+        body["job_names"] = _job_names(args.job_names)
     if args.description is not None:
         body["description"] = args.description
     print_json(ApiClient.from_args(args).post("/v1/subscriptions", body))
@@ -156,13 +161,16 @@ def run_update(args: argparse.Namespace) -> int:
         body["url"] = args.url
     if args.events is not None:
         body["event_types"] = args.events
+    if args.job_names is not None:
+        body["job_names"] = _job_names(args.job_names)
     if args.description is not None:
         body["description"] = args.description
     if args.enable or args.disable:
         body["status"] = "active" if args.enable else "disabled"
     if not body:
         raise CliError(
-            "nothing to change: give --url, --events, --description, --enable or --disable",
+            "nothing to change: give --url, --events, --job-name, --description, --enable or "
+            "--disable",
             EXIT_USAGE,
         )
     print_json(ApiClient.from_args(args).patch(_path(args), body, tenant_id=args.tenant))
@@ -210,6 +218,17 @@ def _subscription_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tenant", help="only if it is this tenant's (another tenant's reads as not found)"
     )
+
+
+def _job_name_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument(
+        "--job-name", dest="job_names", action="append", metavar="PATTERN", help=help_text
+    )
+
+
+def _job_names(patterns: list[str]) -> list[str]:
+    """The patterns given; `--job-name ""` alone is the empty filter (every job)."""
+    return [pattern for pattern in patterns if pattern]
 
 
 def _path(args: argparse.Namespace) -> str:

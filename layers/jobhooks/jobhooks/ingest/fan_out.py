@@ -10,6 +10,7 @@ claim and retries it. The tasks of all the events of an ingest invocation share 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
@@ -19,6 +20,17 @@ from botocore.exceptions import ClientError
 from jobhooks.delivery_task import DelayedTask, DeliveryTask, QueuedTask, delivery_task_for
 from jobhooks.ingest.exceptions import AwsServiceError, DeliveryEnqueueError
 from jobhooks.subscriptions.model import Subscription
+
+
+def job_name_of(payload: str) -> str | None:
+    """The job_name of a stored webhook payload, None when it was not measured: the job
+    filter of a re-fan-out judges the event as its first fan-out did."""
+    data = json.loads(payload).get("data", {})
+    if "job_name" in data.get("unmeasured", ()):
+        return None
+    job_name = data.get("job_name")
+    return job_name if isinstance(job_name, str) else None
+
 
 MAX_BATCH_ENTRIES: Final = 10
 # SQS takes at most 1 MiB per SendMessageBatch call (all entries together).
@@ -34,13 +46,15 @@ def delivery_tasks_for(
     event_type: str,
     payload: str,
     subscriptions: Iterable[Subscription],
+    job_name: str | None = None,
     replay: bool = False,
 ) -> tuple[DeliveryTask, ...]:
-    """One task per subscription; `replay` asks deliver to POST even after a recorded success."""
+    """One task per subscription whose job filter admits `job_name` (None: unmeasured);
+    `replay` asks deliver to POST even after a recorded success."""
     tasks = []
     for subscription in subscriptions:
         # The store already filtered by tenant; a task for another tenant must never exist.
-        if subscription.tenant_id != tenant_id:
+        if subscription.tenant_id != tenant_id or not subscription.wants_job(job_name):
             continue
         task = delivery_task_for(
             event_id=event_id,

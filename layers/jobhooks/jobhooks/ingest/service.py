@@ -56,7 +56,7 @@ from jobhooks.ingest.exceptions import (
     EventNotFoundError,
     QuarantinedMessageIncompleteError,
 )
-from jobhooks.ingest.fan_out import delivery_tasks_for
+from jobhooks.ingest.fan_out import delivery_tasks_for, job_name_of
 from jobhooks.ingest.fetcher_keys import FetcherKeySource
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.model import (
@@ -326,6 +326,7 @@ class IngestService:
             event_type=event.event_type,
             payload=payload,
             subscriptions=matched,
+            job_name=None if "job_name" in webhook.data.unmeasured else webhook.data.job_name,
         )
         by_id = {subscription.subscription_id: subscription for subscription in matched}
         plan = FanOutPlan(batch_id, payload, tuple(task.subscription_id for task in tasks))
@@ -453,6 +454,7 @@ class IngestService:
             event_type=record.event_type,
             payload=record.payload or "",
             subscriptions=self.current_subscriptions.matching(record.tenant_id, record.event_type),
+            job_name=job_name_of(record.payload),
             replay=replay,
         )
         if tasks:

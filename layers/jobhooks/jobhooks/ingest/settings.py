@@ -84,7 +84,7 @@ class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSet
         description="Secrets Manager secret holding the keys; wins over fetcher_hmac_keys",
     )
     # The lease is the invocation's remaining time, bounded by this. Below the ingest queue's
-    # visibility timeout (180 s), a dead owner's claim is free before SQS shows the record again;
+    # visibility timeout (240 s), a dead owner's claim is free before SQS shows the record again;
     # it also bounds a replay from the management API, which has no invocation deadline of ours.
     claim_lease_max_seconds: float = Field(120, gt=0, le=900)
     # template.yaml's IngestQueue MessageRetentionPeriod (4 days, SQS's range is 60 s-14 days):

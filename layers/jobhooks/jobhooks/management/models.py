@@ -18,10 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from jobhooks.delivery.network_policy import MAX_URL_LENGTH
 from jobhooks.management.settings import RedriveMethod
 from jobhooks.subscriptions.model import (
-    ALL_EVENT_TYPES,
+    DEFAULT_EVENT_TYPES,
     DEFAULT_GRACE,
     MAX_DESCRIPTION_LENGTH,
     MAX_GRACE,
+    MAX_JOB_NAME_PATTERN_LENGTH,
+    MAX_JOB_NAME_PATTERNS,
     MAX_TENANT_ID_LENGTH,
     EventType,
     SubscriptionStatus,
@@ -83,6 +85,11 @@ class ErrorBody(_Model):
 
 # -- subscriptions ---------------------------------------------------------------------------
 
+JobNamePatterns = Annotated[
+    list[Annotated[str, Field(max_length=MAX_JOB_NAME_PATTERN_LENGTH)]],
+    Field(max_length=MAX_JOB_NAME_PATTERNS),
+]
+
 
 class CreateSubscriptionRequest(_Request):
     tenant_id: str = Field(
@@ -97,9 +104,14 @@ class CreateSubscriptionRequest(_Request):
         "before every delivery",
     )
     event_types: list[EventType] = Field(
-        default_factory=lambda: list(ALL_EVENT_TYPES),
+        default_factory=lambda: list(DEFAULT_EVENT_TYPES),
         min_length=1,
-        description="event types to receive (default: all)",
+        description="event types to receive (default: job.completed and job.failed; the "
+        "notification types are listed explicitly, docs/notifications.md)",
+    )
+    job_names: JobNamePatterns = Field(
+        default_factory=list,
+        description="glob patterns (billing-*) an outcome's job_name must match; empty: every job",
     )
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_LENGTH)
 
@@ -109,6 +121,9 @@ class UpdateSubscriptionRequest(_Request):
 
     url: str | None = Field(default=None, min_length=1, max_length=MAX_URL_LENGTH)
     event_types: list[EventType] | None = Field(default=None, min_length=1)
+    job_names: JobNamePatterns | None = Field(
+        default=None, description="the new job filter (glob patterns); [] removes it"
+    )
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_LENGTH)
     status: SubscriptionStatus | None = Field(
         default=None, description="active (deliveries resume) or disabled (deliveries stop)"
@@ -139,6 +154,9 @@ class SubscriptionView(_Model):
     tenant_id: str
     url: str
     event_types: list[EventType]
+    job_names: list[str] = Field(
+        default_factory=list, description="the job filter: glob patterns; empty: every job"
+    )
     status: SubscriptionStatus
     description: str | None = None
     disabled_reason: str | None = None

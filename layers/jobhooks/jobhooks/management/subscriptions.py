@@ -46,6 +46,7 @@ def create_subscription(
         request.url,
         [event_type.value for event_type in request.event_types],
         description=request.description,
+        job_names=request.job_names,
     )
     return _with_secret(context, issued)
 
@@ -88,6 +89,7 @@ def update_subscription(
         ),
         description=request.description,
         status=request.status.value if request.status is not None else None,
+        job_names=request.job_names,
     )
     return subscription_view(subscription, context.clock())
 
@@ -196,6 +198,7 @@ def _view_fields(subscription: Subscription, now: datetime) -> dict[str, Any]:
         "tenant_id": subscription.tenant_id,
         "url": subscription.url,
         "event_types": list(subscription.event_types),
+        "job_names": list(subscription.job_names),
         "status": subscription.status,
         "description": subscription.description,
         "disabled_reason": subscription.disabled_reason,

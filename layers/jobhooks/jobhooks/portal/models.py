@@ -12,7 +12,7 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from jobhooks.delivery.network_policy import MAX_URL_LENGTH
-from jobhooks.management.models import ErrorDetail, Timestamp
+from jobhooks.management.models import ErrorDetail, JobNamePatterns, Timestamp
 from jobhooks.portal.grants import (
     MAX_DESCRIPTION_LENGTH,
     MAX_PATTERN_LENGTH,
@@ -26,7 +26,7 @@ from jobhooks.portal.sessions import (
     SESSION_ID_PATTERN,
 )
 from jobhooks.subscriptions.model import (
-    ALL_EVENT_TYPES,
+    DEFAULT_EVENT_TYPES,
     EventType,
 )
 from jobhooks.subscriptions.model import (
@@ -145,8 +145,9 @@ class PortalSubscriptionRequest(_Request):
 
     url: str = Field(min_length=1, max_length=MAX_URL_LENGTH)
     event_types: list[EventType] = Field(
-        default_factory=lambda: list(ALL_EVENT_TYPES), min_length=1
+        default_factory=lambda: list(DEFAULT_EVENT_TYPES), min_length=1
     )
+    job_names: JobNamePatterns = Field(default_factory=list)
     description: str | None = Field(default=None, max_length=MAX_SUBSCRIPTION_DESCRIPTION)
 
 

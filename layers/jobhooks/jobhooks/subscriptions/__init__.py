@@ -8,6 +8,7 @@ from jobhooks.subscriptions.exceptions import (
     InvalidDescriptionError,
     InvalidEventTypeError,
     InvalidGracePeriodError,
+    InvalidJobNamePatternError,
     InvalidStatusError,
     InvalidTenantIdError,
     InvalidUrlError,
@@ -22,6 +23,9 @@ from jobhooks.subscriptions.exceptions import (
 )
 from jobhooks.subscriptions.model import (
     ALL_EVENT_TYPES,
+    DEFAULT_EVENT_TYPES,
+    JOB_EVENT_TYPES,
+    NOTIFICATION_EVENT_TYPES,
     EventType,
     SecretVersion,
     Subscription,
@@ -30,10 +34,14 @@ from jobhooks.subscriptions.model import (
 
 __all__ = [
     "ALL_EVENT_TYPES",
+    "DEFAULT_EVENT_TYPES",
+    "JOB_EVENT_TYPES",
+    "NOTIFICATION_EVENT_TYPES",
     "EventType",
     "InvalidDescriptionError",
     "InvalidEventTypeError",
     "InvalidGracePeriodError",
+    "InvalidJobNamePatternError",
     "InvalidStatusError",
     "InvalidTenantIdError",
     "InvalidUrlError",

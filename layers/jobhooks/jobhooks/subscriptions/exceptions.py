@@ -40,6 +40,11 @@ class InvalidEventTypeError(SubscriptionValidationError):
     field = "event_types"
 
 
+class InvalidJobNamePatternError(SubscriptionValidationError):
+    code = "invalid_job_name_pattern"
+    field = "job_names"
+
+
 class InvalidUrlError(SubscriptionValidationError):
     code = "invalid_url"
     field = "url"

@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from enum import StrEnum
+from fnmatch import fnmatchcase
 from secrets import token_urlsafe
 from typing import Final
 
@@ -24,6 +25,7 @@ from jobhooks.subscriptions.exceptions import (
     InvalidDescriptionError,
     InvalidEventTypeError,
     InvalidGracePeriodError,
+    InvalidJobNamePatternError,
     InvalidStatusError,
     InvalidTenantIdError,
     InvalidUrlError,
@@ -35,6 +37,9 @@ SECRET_ID_PREFIX: Final = "sec_"  # noqa: S105 - an id prefix, not a secret
 MAX_TENANT_ID_LENGTH: Final = 256
 MAX_DESCRIPTION_LENGTH: Final = 512
 MAX_DISABLED_REASON_LENGTH: Final = 512
+# A pattern is matched against an outcome's job_name, which is cut at 128 characters.
+MAX_JOB_NAME_PATTERN_LENGTH: Final = 128
+MAX_JOB_NAME_PATTERNS: Final = 20
 
 DEFAULT_GRACE: Final = timedelta(hours=24)
 MAX_GRACE: Final = timedelta(days=7)
@@ -43,13 +48,24 @@ MAX_PREVIOUS_SECRETS: Final = 10
 
 
 class EventType(StrEnum):
-    """The event types a subscription can ask for: the routing keys of Fetcher's exchange."""
+    """The event types a subscription can ask for: the routing keys of Fetcher's exchange
+    (job outcomes), and the notifications jobhooks sends itself (docs/notifications.md)."""
 
     JOB_COMPLETED = "job.completed"
     JOB_FAILED = "job.failed"
+    ENDPOINT_DISABLED = "endpoint.disabled"
+    ENDPOINT_FAILING = "endpoint.failing"
+    ENDPOINT_RECOVERED = "endpoint.recovered"
+    DELIVERY_EXHAUSTED = "delivery.exhausted"
+    JOB_HEALTH_DEGRADED = "job_health.degraded"
+    JOB_HEALTH_RECOVERED = "job_health.recovered"
 
 
 ALL_EVENT_TYPES: Final = tuple(EventType)
+JOB_EVENT_TYPES: Final = (EventType.JOB_COMPLETED, EventType.JOB_FAILED)
+NOTIFICATION_EVENT_TYPES: Final = tuple(t for t in EventType if t not in JOB_EVENT_TYPES)
+# A subscription created without event types gets the job outcomes; notifications are asked for.
+DEFAULT_EVENT_TYPES: Final = JOB_EVENT_TYPES
 
 
 class SubscriptionStatus(StrEnum):
@@ -87,6 +103,8 @@ class Subscription(BaseModel):
     tenant_id: str
     url: str
     event_types: tuple[EventType, ...]
+    job_names: tuple[str, ...] = ()
+    """Glob patterns (`billing-*`) an outcome's job_name must match; empty: every job."""
     status: SubscriptionStatus = SubscriptionStatus.ACTIVE
     description: str | None = None
     created_at: datetime
@@ -103,6 +121,15 @@ class Subscription(BaseModel):
     def wants(self, tenant_id: str, event_type: str) -> bool:
         """True when an event of `tenant_id` and `event_type` must be delivered here."""
         return self.is_active and self.tenant_id == tenant_id and event_type in self.event_types
+
+    def wants_job(self, job_name: str | None) -> bool:
+        """True when the job filter admits `job_name` (None: the job's name is unmeasured,
+        which only a subscription without a filter receives)."""
+        if not self.job_names:
+            return True
+        return job_name is not None and any(
+            fnmatchcase(job_name, pattern) for pattern in self.job_names
+        )
 
     def valid_secrets(self, now: datetime) -> tuple[SecretVersion, ...]:
         """The secrets that still sign at `now`, newest first."""
@@ -137,6 +164,35 @@ def parse_event_types(event_types: Iterable[str]) -> tuple[EventType, ...]:
             f"{', '.join(sorted(known))}"
         )
     return tuple(event_type for event_type in EventType if event_type.value in requested)
+
+
+def parse_job_names(patterns: Iterable[str]) -> tuple[str, ...]:
+    """De-duplicated glob patterns in the order given; empty strings are dropped, so `[""]`
+    (the CLI's `--job-name ""`) means no filter."""
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    kept: list[str] = []
+    for pattern in patterns:
+        if not isinstance(pattern, str):
+            raise InvalidJobNamePatternError("a job name pattern must be text")
+        if pattern == "" or pattern in kept:
+            continue
+        if len(pattern) > MAX_JOB_NAME_PATTERN_LENGTH:
+            raise InvalidJobNamePatternError(
+                f"the job name pattern {pattern[:40]!r}... is longer than "
+                f"{MAX_JOB_NAME_PATTERN_LENGTH} characters (job names are cut there)"
+            )
+        if any(unicodedata.category(char).startswith("C") for char in pattern):
+            raise InvalidJobNamePatternError(
+                f"the job name pattern {pattern!r} contains control characters"
+            )
+        kept.append(pattern)
+    if len(kept) > MAX_JOB_NAME_PATTERNS:
+        raise InvalidJobNamePatternError(
+            f"a subscription takes at most {MAX_JOB_NAME_PATTERNS} job name patterns; "
+            f"got {len(kept)} (a glob such as billing-* covers many names)"
+        )
+    return tuple(kept)
 
 
 def validate_url(url: str, *, allow_http: bool = False) -> str:

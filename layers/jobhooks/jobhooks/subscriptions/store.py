@@ -28,7 +28,7 @@ from jobhooks.subscriptions.exceptions import (
     SubscriptionNotFoundError,
 )
 from jobhooks.subscriptions.model import (
-    ALL_EVENT_TYPES,
+    DEFAULT_EVENT_TYPES,
     DEFAULT_GRACE,
     MAX_PREVIOUS_SECRETS,
     EventType,
@@ -39,6 +39,7 @@ from jobhooks.subscriptions.model import (
     new_secret_id,
     new_subscription_id,
     parse_event_types,
+    parse_job_names,
     parse_status,
     validate_description,
     validate_grace,
@@ -116,9 +117,10 @@ class SubscriptionStore:
         self,
         tenant_id: str,
         url: str,
-        event_types: Iterable[str] = ALL_EVENT_TYPES,
+        event_types: Iterable[str] = DEFAULT_EVENT_TYPES,
         *,
         description: str | None = None,
+        job_names: Iterable[str] = (),
     ) -> IssuedSecret:
         """A new active subscription with one signing secret, returned in plaintext only here.
 
@@ -130,6 +132,7 @@ class SubscriptionStore:
         tenant_id = validate_tenant_id(tenant_id)
         url = validate_url(url, allow_http=self._allow_http_urls)
         wanted = parse_event_types(event_types)
+        patterns = parse_job_names(job_names)
         description = validate_description(description)
         if self.max_per_tenant is not None and self.count(tenant_id) >= self.max_per_tenant:
             raise SubscriptionLimitError(tenant_id, self.max_per_tenant)
@@ -142,6 +145,7 @@ class SubscriptionStore:
             tenant_id=tenant_id,
             url=url,
             event_types=wanted,
+            job_names=patterns,
             description=description,
             created_at=now,
             updated_at=now,
@@ -350,9 +354,13 @@ class SubscriptionStore:
         event_types: Iterable[str] | None = None,
         description: str | None = None,
         status: str | None = None,
+        job_names: Iterable[str] | None = None,
     ) -> Subscription:
-        """Change the given fields; `None` leaves a field as it is, `description=""` clears it."""
+        """Change the given fields; `None` leaves a field as it is, `description=""` clears it,
+        `job_names=[]` removes the job filter."""
         changes: dict[str, Any] = {}
+        if job_names is not None:
+            changes["job_names"] = parse_job_names(job_names)
         if url is not None:
             changes["url"] = validate_url(url, allow_http=self._allow_http_urls)
         if event_types is not None:
@@ -514,6 +522,8 @@ def _to_item(subscription: Subscription) -> dict[str, Any]:
         "updated_at": {"S": format_time(subscription.updated_at)},
         "revision": {"N": str(subscription.revision)},
     }
+    if subscription.job_names:
+        item["job_names"] = {"L": [{"S": pattern} for pattern in subscription.job_names]}
     if subscription.description is not None:
         item["description"] = {"S": subscription.description}
     if subscription.disabled_reason is not None:
@@ -538,6 +548,7 @@ def _from_item(item: dict[str, Any]) -> Subscription:
         tenant_id=item["tenant_id"]["S"],
         url=item["url"]["S"],
         event_types=tuple(EventType(value["S"]) for value in item["event_types"]["L"]),
+        job_names=tuple(value["S"] for value in item.get("job_names", {}).get("L", [])),
         status=SubscriptionStatus(item["status"]["S"]),
         description=item["description"]["S"] if "description" in item else None,
         created_at=parse_time(item["created_at"]["S"]),

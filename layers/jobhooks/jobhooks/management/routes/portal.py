@@ -98,7 +98,9 @@ def portal_documented(
 # -- the page and its assets (public: they hold no data) -------------------------------------
 
 
+# With a trailing slash too: the same page (template.yaml gives it a public route of its own).
 @router.get("/portal", include_in_schema=False)
+@router.get("/portal/", include_in_schema=False)
 def handle_portal_page() -> Response[str]:
     document = pages.page()
     return Response(status_code=OK, content_type=document.content_type, body=document.body)
@@ -260,6 +262,7 @@ def handle_portal_create_subscription(
             tenant_id=session.tenant_id,
             url=body.url,
             event_types=body.event_types,
+            job_names=body.job_names,
             description=body.description,
         ),
     )
@@ -282,7 +285,8 @@ def handle_portal_get_subscription(
 @router.patch(
     "/portal/api/subscriptions/<subscription_id>",
     operation_id="portal_update_subscription",
-    summary="Change an endpoint's URL, event types or description, or disable / enable it",
+    summary="Change an endpoint's URL, event types, job filter or description, or disable / "
+    "enable it",
     responses=portal_documented(OK, SubscriptionView, NOT_FOUND, CONFLICT),
     tags=PORTAL_TAG,
     security=SESSION_SECURITY,

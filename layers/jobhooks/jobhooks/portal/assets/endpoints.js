@@ -7,7 +7,15 @@ import { nodeSnippet, pythonSnippet } from "./snippets.js";
 const EVENT_TYPES = [
   ["job.completed", "A job completed"],
   ["job.failed", "A job failed"],
+  ["job_health.degraded", "A job-health alert started"],
+  ["job_health.recovered", "A job-health alert ended"],
+  ["endpoint.disabled", "An endpoint was disabled"],
+  ["endpoint.failing", "An endpoint keeps failing"],
+  ["endpoint.recovered", "An endpoint recovered"],
+  ["delivery.exhausted", "A delivery used its last attempt"],
 ];
+// A new endpoint gets the job outcomes; notifications are chosen.
+const DEFAULT_EVENT_TYPES = ["job.completed", "job.failed"];
 const GRACE_CHOICES = [
   [0, "End it now"],
   [3600, "1 hour"],
@@ -25,7 +33,13 @@ export async function listPage() {
         "li",
         {},
         h("div", { className: "row" }, h("a", { href: `#/endpoints/${subscription.subscription_id}`, className: "mono" }, subscription.url), statusBadge(subscription.status)),
-        h("p", { className: "hint" }, subscription.event_types.join(", "), subscription.description ? ` · ${subscription.description}` : ""),
+        h(
+          "p",
+          { className: "hint" },
+          subscription.event_types.join(", "),
+          subscription.job_names && subscription.job_names.length ? ` · jobs ${subscription.job_names.join(", ")}` : "",
+          subscription.description ? ` · ${subscription.description}` : "",
+        ),
       ),
     ),
   );
@@ -251,8 +265,18 @@ function endpointForm({ labelledBy, values, submitLabel, onSubmit }) {
     maxlength: "256",
     value: values && values.description ? values.description : undefined,
   });
+  const jobNames = h("input", {
+    id: `${prefix}-job-names`,
+    name: "job_names",
+    type: "text",
+    spellcheck: "false",
+    autocomplete: "off",
+    placeholder: "billing-*, nightly-report",
+    "aria-describedby": `${prefix}-job-names-hint`,
+    value: values && values.job_names ? values.job_names.join(", ") : undefined,
+  });
   const boxes = EVENT_TYPES.map(([type, label]) =>
-    h("input", { type: "checkbox", name: "event_types", value: type, id: `${prefix}-${type}`, checked: !values || values.event_types.includes(type) }),
+    h("input", { type: "checkbox", name: "event_types", value: type, id: `${prefix}-${type}`, checked: values ? values.event_types.includes(type) : DEFAULT_EVENT_TYPES.includes(type) }),
   );
   const form = h(
     "form",
@@ -270,6 +294,13 @@ function endpointForm({ labelledBy, values, submitLabel, onSubmit }) {
       h("legend", {}, "Events to receive"),
       EVENT_TYPES.map(([type, label], index) => h("div", { className: "choice" }, boxes[index], h("label", { for: `${prefix}-${type}` }, `${label} (${type})`))),
     ),
+    h(
+      "div",
+      { className: "field" },
+      h("label", { for: `${prefix}-job-names` }, "Only these jobs (optional)"),
+      jobNames,
+      h("p", { id: `${prefix}-job-names-hint`, className: "hint" }, "Job names or patterns such as billing-*, separated by commas; empty: every job."),
+    ),
     h("div", { className: "field" }, h("label", { for: `${prefix}-description` }, "Description (optional)"), description),
     error,
     h("button", { type: "submit" }, submitLabel),
@@ -281,6 +312,7 @@ function endpointForm({ labelledBy, values, submitLabel, onSubmit }) {
     const fields = {
       url: url.value.trim(),
       event_types: boxes.filter((box) => box.checked).map((box) => box.value),
+      job_names: jobNames.value.split(",").map((name) => name.trim()).filter((name) => name),
       description: description.value.trim(),
     };
     if (!fields.url) {
