@@ -1,7 +1,7 @@
 """A quiet tenant's webhook latency alone, and beside a noisy tenant, through the whole local stack.
 
-    .venv/bin/python bench/isolation.py [--quiet-events 40] [--rate 4] [--endpoints 8]
-                                        [--noisy-events 8]
+    .venv/bin/python bench/isolation.py [--quiet-events 80] [--rate 4] [--endpoints 8]
+                                        [--noisy-events 8] [--max-concurrency 2]
 
 RabbitMQ -> shovel -> SQS (moto) -> ingest (first attempts) -> SQS -> deliver -> loopback
 receivers, all of `jobhooks_tools.local.dev_stack` as `jobhooks dev` runs it, in one run. The
@@ -111,11 +111,17 @@ class Receivers:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quiet-events", type=int, default=40)
+    parser.add_argument("--quiet-events", type=int, default=80)
     parser.add_argument("--rate", type=float, default=4.0, help="quiet events per second")
     parser.add_argument("--endpoints", type=int, default=8, help="endpoints of a noisy tenant")
     parser.add_argument("--noisy-events", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=2,
+        help="concurrent invocations per function (`jobhooks dev --max-concurrency`, default 2)",
+    )
     args = parser.parse_args(argv)
 
     receivers = Receivers()
@@ -125,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             api_port=None,
             capture_stdout=True,
             parameters={"RetrySchedule": RETRY_SCHEDULE},
+            max_concurrency=args.max_concurrency,
             on_progress=lambda line: print(f"... {line}", file=sys.stderr),
         )
     )
@@ -150,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     alone_p99 = _quantile(results["alone"][0], 99)
     print(
         f"quiet tenant: 1 endpoint, {args.quiet_events} events at {args.rate:g}/s; noisy tenant: "
-        f"{args.endpoints} endpoints, {args.noisy_events} events in the same seconds"
+        f"{args.endpoints} endpoints, {args.noisy_events} events in the same seconds; "
+        f"{args.max_concurrency} concurrent invocations per function"
     )
     print(f"  {'beside':<12}{'p50 ms':>8}{'p99 ms':>8}{'p99 / alone':>13}{'delivered':>22}")
     for name, (latencies, delivered, expected) in results.items():

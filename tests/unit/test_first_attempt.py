@@ -421,7 +421,8 @@ def test_a_success_slower_than_the_latency_budget_opens_the_circuit_like_a_failu
     poster = SlowFor("https://slow.example/hook", 0.3)
     slow = tenant_subscription("acme", 1, "https://slow.example/hook")
     fast = tenant_subscription("acme", 2, "https://fast.example/hook")
-    budgeted = dispatcher(poster, latency_budget_seconds=0.1)  # type: ignore[arg-type]
+    # One worker: the fast POST waits for the slow one, so the batch waits for its answer.
+    budgeted = dispatcher(poster, latency_budget_seconds=0.2, concurrency=1)  # type: ignore[arg-type]
 
     posted = budgeted.attempt([(tenant_task(slow, "e"), slow), (tenant_task(fast, "e"), fast)])
 
@@ -430,6 +431,22 @@ def test_a_success_slower_than_the_latency_budget_opens_the_circuit_like_a_failu
     assert not budgeted.breaker.is_open(fast.subscription_id)
     [later] = budgeted.attempt([(tenant_task(slow, "f"), slow)])
     assert later.not_attempted is NotAttemptedReason.CIRCUIT_OPEN  # left to the deliver function
+
+
+def test_the_batch_does_not_wait_for_posts_running_past_the_latency_budget() -> None:
+    poster = SlowFor("https://slow.example/hook", 1.0)
+    slow = tenant_subscription("noisy", 1, "https://slow.example/hook")
+    fast = tenant_subscription("quiet", 2, "https://fast.example/hook")
+    budgeted = dispatcher(poster, latency_budget_seconds=0.2)  # type: ignore[arg-type]
+
+    started = time.monotonic()
+    left, done = budgeted.attempt([(tenant_task(slow, "e"), slow), (tenant_task(fast, "e"), fast)])
+
+    assert time.monotonic() - started < 0.6  # not the slow endpoint's whole second
+    # Left behind as a timeout: its task is retried by the deliver function (same webhook-id).
+    assert left.attempt is not None and left.attempt.error == "timeout"
+    assert done.attempt is not None and done.attempt.status_code == 200
+    assert budgeted.breaker.is_open(slow.subscription_id)
 
 
 def test_a_post_already_slower_than_the_budget_sends_the_next_batches_elsewhere_at_once() -> None:

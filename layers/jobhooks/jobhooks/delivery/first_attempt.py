@@ -24,11 +24,15 @@ Each task ends as one `DeliveryOutcome`:
   circuit is open (`circuit_breaker`), the deadline came before the POST could start, or the
   attempt raised (a bug: logged); the task is enqueued as it would be without first attempts.
 
-A POST still running when the deadline passes (the HTTP client's own watchdog should have ended
-it) counts as failed with the client's `timeout` class, and its task goes to the queue: the
-receiver may get the webhook twice, with the same `webhook-id`, which is what it deduplicates on.
-Every failed or gone attempt trips the subscription's circuit, so one bad receiver costs each
-warm process at most one deadline a minute, and never delays the other subscriptions' POSTs.
+The pool is shared fairly (`fair_pool`): POSTs start in turn across tenants, and each tenant of
+the batch gets an equal share of the workers. A POST still running when the deadline passes (the
+HTTP client's own watchdog should have ended it), or past the latency budget once nothing else
+is left to wait for, counts as failed with the client's `timeout` class, and its task goes to
+the queue: the receiver may get the webhook twice, with the same `webhook-id`, which is what it
+deduplicates on. Every failed or gone attempt, and every answer slower than the latency budget
+(`latency_budget_seconds`, a 2xx included), trips the subscription's circuit, so one slow or bad
+receiver costs each warm process at most one short wait a minute, and never delays the other
+subscriptions' POSTs.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future
 from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -83,6 +87,8 @@ WRITES_MARGIN_SECONDS: Final = 10.0
 _MIN_POST_SECONDS: Final = 0.05
 # How long past the deadline the phase waits for a POST whose watchdog is cutting it off.
 _DEADLINE_GRACE_SECONDS: Final = 0.5
+# How often the phase looks again at which POSTs are left (a POST may start in between).
+_WAIT_STEP_SECONDS: Final = 0.05
 
 
 class NotAttemptedReason(StrEnum):
@@ -335,6 +341,7 @@ class FirstAttemptDispatcher:
         deadline = self._monotonic() + phase
         posted: list[Posted | None] = [None] * len(deliveries)
         running: dict[Future[Posted], int] = {}
+        started: dict[int, float] = {}  # when each POST began, by its index
         # Each tenant of the batch gets an equal share of the workers: a tenant with many slow
         # endpoints waits for its own, never for the others' (`fair_pool`).
         share = math.ceil(self._pool.workers / max(1, len({t.tenant_id for t, _ in deliveries})))
@@ -348,17 +355,16 @@ class FirstAttemptDispatcher:
             future = self._pool.submit(
                 task.tenant_id,
                 task.subscription_id,
-                functools.partial(self._post, task, subscription, deadline),
+                functools.partial(self._post, task, subscription, deadline, started, index),
                 per_tenant=share,
             )
             running[future] = index
         if running:
-            wait_for(running, timeout=max(0.0, deadline - self._monotonic()))
+            self._wait_for(running, started, deadline)
             for future in running:
-                self._pool.withdraw(future)  # not started by the deadline: left to deliver
-            wait_for(
-                running, timeout=max(0.0, deadline - self._monotonic()) + _DEADLINE_GRACE_SECONDS
-            )
+                self._pool.withdraw(future)  # not started: left to deliver
+            if self._monotonic() >= deadline:
+                wait_for(running, timeout=_DEADLINE_GRACE_SECONDS)
         for future, index in running.items():
             posted[index] = self._result_of(future, deliveries[index][0])
         done = [one for one in posted if one is not None]
@@ -367,6 +373,28 @@ class FirstAttemptDispatcher:
                 self.breaker.trip(one.task.subscription_id)
             _log_posted(one)
         return done
+
+    def _wait_for(
+        self, running: dict[Future[Posted], int], started: dict[int, float], deadline: float
+    ) -> None:
+        """Until every POST is done, or the deadline, or only POSTs running past the latency
+        budget are left: a tenant whose endpoints are that slow has had its share of the
+        invocation, and those POSTs are left to the deliver function (their tasks are retried
+        as after a timeout, with the same `webhook-id`)."""
+        while True:
+            now = self._monotonic()
+            pending = [index for future, index in running.items() if not future.done()]
+            if not pending or now >= deadline:
+                return
+            if all(now - started.get(index, now) > self._latency_budget for index in pending):
+                return
+            checks = [started[i] + self._latency_budget for i in pending if i in started]
+            wake = min([deadline, *checks, now + _WAIT_STEP_SECONDS])
+            wait_for(
+                [f for f in running if not f.done()],
+                timeout=max(0.0, wake - now),
+                return_when=FIRST_COMPLETED,
+            )
 
     def _trips_the_breaker(self, attempt: DeliveryAttempt) -> bool:
         """A failure, a 410, or an answer slower than the latency budget, success or not: the
@@ -430,7 +458,15 @@ class FirstAttemptDispatcher:
             return NotAttemptedReason.CIRCUIT_OPEN
         return None
 
-    def _post(self, task: DeliveryTask, subscription: Subscription, deadline: float) -> Posted:
+    def _post(
+        self,
+        task: DeliveryTask,
+        subscription: Subscription,
+        deadline: float,
+        started: dict[int, float],
+        index: int,
+    ) -> Posted:
+        started[index] = self._monotonic()
         if deadline - self._monotonic() < _MIN_POST_SECONDS:
             return Posted(task, not_attempted=NotAttemptedReason.DEADLINE)
         now = self._clock()
