@@ -37,6 +37,8 @@ class ManagementSettings(Settings):
     delivery_dlq_url: str = Field(min_length=1)
     ingest_queue_url: str = Field(min_length=1)
     ingest_dlq_url: str = Field(min_length=1)
+    # Job-health alert rules (/v1/alerts); the routes say so when it is missing.
+    alert_rules_table: str = ""
     # Needed to create subscriptions and rotate secrets; the store says so when it is missing.
     kms_key_id: str = ""
     allow_private_webhooks: bool = False
