@@ -220,6 +220,15 @@ def _print_summary(console: _Console, stack: Any, key: HmacKey, key_origin: str)
             f"  {logical_id:<15} batch {function.batch_size}, timeout {function.timeout_seconds}"
             f" s, {function.memory_mb} MB, polls {resources.names[function.queue]}"
         )
+    for logical_id, scheduled in stack.scheduled.items():
+        function = functions[logical_id]
+        lines.append(
+            f"  {logical_id:<15} timeout {function.timeout_seconds} s, {function.memory_mb} MB, "
+            f"every {scheduled.interval_seconds:g} s (job-health alert rules)"
+        )
+    topic = resources.refs.get("OperationsTopic")
+    if topic:
+        lines.append(f"  operators' SNS  {topic} (each notification: a 'notify' line below)")
     api = stack.api_url or "not available in this checkout"
     lines += [
         f"  management API  {api}",
