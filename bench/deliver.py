@@ -24,6 +24,7 @@ import boto3
 from jobhooks.delivery.attempt_log import AttemptLog
 from jobhooks.delivery.deliver import Deliverer
 from jobhooks.delivery.http_client import make_webhook_client
+from jobhooks.delivery.queues import DeliveryDlq, DeliveryQueueMessages
 from jobhooks.delivery_task import delivery_task_for
 from jobhooks.subscriptions.store import SubscriptionStore
 from jobhooks_tools.local.moto_server import MotoServer, local_aws_environment
@@ -169,9 +170,8 @@ def main() -> None:
             attempt_log=AttemptLog(DELIVERIES, dynamodb),
             subscriptions=store,
             client=make_webhook_client(allow_private_networks=True),
-            sqs=sqs,
-            delivery_queue_url=queue_url,
-            delivery_dlq_url=dlq_url,
+            queue=DeliveryQueueMessages(sqs, queue_url),
+            dead_letters=DeliveryDlq(sqs, dlq_url),
             concurrency=n,
             subscription_cache_seconds=30,
         )

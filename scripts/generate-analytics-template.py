@@ -29,10 +29,14 @@ QUERIES_BLOCK = "named queries"
 
 def columns_block() -> list[str]:
     from jobhooks.analytics.columns import COLUMNS
+    from jobhooks.analytics.pseudonymize import PSEUDONYMIZED_COLUMNS
 
     lines = ["          Columns:"]
     for column in COLUMNS:
         comment = f"{column.type.value}; {column.privacy.value}"
+        if column.name in PSEUDONYMIZED_COLUMNS:
+            # The contract's privacy class, and what AnalyticsPseudonymize=true stores instead.
+            comment += "; a keyed pseudonym when AnalyticsPseudonymize is true"
         if column.is_extra:
             comment += "; extra column (docs/analytics.md)"
         lines.append(

@@ -7,7 +7,7 @@ to this package: no other suite's fixture resets or reads them.
 
 Two settings differ from a deployment, both to keep the suite fast and both visible here:
 - the retry schedule is 0,1,1,2,2,3,3,3 s (8 attempts in about 15 s instead of about 27 h);
-- visibility timeouts are 12-16 s and function timeouts 6-10 s (instead of 180/360 and 30/60),
+- visibility timeouts are 12-16 s and function timeouts 6-10 s (instead of 240/360 and 40/60),
   so a record that a failed invocation left in flight comes back within seconds.
 The analytics rows go to the local files through a sink a test can make lose or alter rows
 (`SinkFaults`, off unless a test turns it on).

@@ -3,8 +3,8 @@
 Each test publishes a steady stream of signed events (each followed by a repairer copy) for two
 subscriptions of one tenant, breaks one part of the path a third of the way in, repairs it, and
 then checks that every event reached every subscription that matches it, that nothing arrived
-that was not sent, and that nothing is left in a queue or a dead-letter queue. Guarantee 1 of
-DESIGN.md: broker restarts, shovel crashes, receiver outages and AWS errors only delay events.
+that was not sent, and that nothing is left in a queue or a dead-letter queue. The README's
+guarantee 1: broker restarts, shovel crashes, receiver outages and AWS errors only delay events.
 """
 
 from __future__ import annotations

@@ -347,8 +347,9 @@ def test_the_api_role_may_run_the_questions_and_nothing_more(template: dict[str,
             for action in ("glue:GetDatabase", "glue:GetTable")
             for r in glue
         },
-        # ... and the table's objects, never Firehose's errors/ beside them ...
-        ("s3:GetBucketLocation", rows_bucket, rows_prefix),
+        # ... and the table's objects, never Firehose's errors/ beside them. GetBucketLocation
+        # carries no s3:prefix: under the listing's condition it would never be allowed ...
+        ("s3:GetBucketLocation", rows_bucket, none),
         ("s3:ListBucket", rows_bucket, rows_prefix),
         ("s3:GetObject", rows_objects, none),
         # ... and writes the results where the workgroup puts them, for GetQueryResults.

@@ -1,4 +1,4 @@
-"""The Lambda layer holds only what the functions import (DESIGN.md, "Repository layout").
+"""The Lambda layer holds only what the functions import (docs/architecture.md, "The tree").
 
 `layers/jobhooks/` is the layer's ContentUri: every module in it ships to every function and
 costs each one's cold start and package size. The CLI, the shovel and the local stack live in

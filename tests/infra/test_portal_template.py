@@ -41,6 +41,8 @@ def test_only_the_portal_page_and_assets_are_public_and_its_api_needs_the_author
     assert api_routes(template) == {
         "ANY /{proxy+}": "AWS_IAM",
         "GET /portal": "NONE",
+        # A trailing slash would otherwise fall to /{proxy+}: 403 to a browser.
+        "GET /portal/": "NONE",
         "GET /portal/assets/{proxy+}": "NONE",
         "POST /portal/session": "PortalAuthorizer",
         "ANY /portal/api/{proxy+}": "PortalAuthorizer",

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from cfnlint.decode import cfn_yaml
+from jobhooks.inbound.envelope import SQS_MAX_MESSAGE_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -302,14 +303,15 @@ PSEUDONYMIZATION_KEY = repr(
 )
 
 
-# Exactly what each function's code calls (least privilege: an action nothing calls is not
-# granted). Ingest: ClaimStore.claim_event (PutItem), complete (UpdateItem), release
-# (DeleteItem); it never reads a claim (GetItem is the management API's). QuarantineStore
-# .quarantine_message (PutItem). SubscriptionStore.matching (Query on by_tenant). Deliver:
-# AttemptLog.find (GetItem), record_attempt and append_attempt (UpdateItem); it never puts a
-# delivery. SubscriptionStore.get (GetItem) and disable, which writes the whole item
-# conditioned on its revision (PutItem), never a partial UpdateItem. Ingest's analytics row:
-# FirehoseSink (PutRecordBatch), and the pseudonymization key when the stack has one.
+# Exactly what each function's code calls (least privilege: an action nothing calls is not granted).
+# Ingest: ClaimStore.claim_event (PutItem), complete (UpdateItem), release (DeleteItem), and when a
+# claim's condition fails it reads the batch's completion record (`_completed_at`, GetItem): without
+# it every duplicate ce-id is AccessDenied on AWS. QuarantineStore.quarantine_message (PutItem).
+# SubscriptionStore.matching (Query on by_tenant). Deliver: AttemptLog.find (GetItem),
+# record_attempt and append_attempt (UpdateItem); it never puts a delivery. SubscriptionStore.get
+# (GetItem) and disable, which writes the whole item conditioned on its revision (PutItem), never a
+# partial UpdateItem. Ingest's analytics row: FirehoseSink (PutRecordBatch), and the
+# pseudonymization key when the stack has one.
 INGEST_GRANTS = {
     arn_of("IngestLogGroup"): {"logs:CreateLogStream", "logs:PutLogEvents"},
     arn_of("IngestQueue"): {
@@ -318,7 +320,9 @@ INGEST_GRANTS = {
     },
     FETCHER_KEYS_SECRET: {"secretsmanager:GetSecretValue"},
     PSEUDONYMIZATION_KEY: {"secretsmanager:GetSecretValue"},
-    arn_of("ClaimsTable"): {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
+    arn_of("ClaimsTable"): {
+        "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
+    },
     arn_of("QuarantineTable"): {"dynamodb:PutItem"},
     index_arn("SubscriptionsTable", "by_tenant"): {"dynamodb:Query"},
     arn_of("DeliveryQueue"): {"sqs:SendMessage"},
@@ -624,6 +628,30 @@ def test_subscriptions_survive_the_stack(template: dict[str, Any]) -> None:
             "DeletionPolicy": "RetainExceptOnCreate",
             "UpdateReplacePolicy": "Retain",
         }, kept
+
+
+def test_every_table_survives_a_replacement_and_a_stack_deletion(
+    template: dict[str, Any],
+) -> None:
+    # Each holds what nothing can rebuild: the claims (a new table would let every copy and
+    # redrive through again), the attempt log and first-attempt pages (deliver's duplicate
+    # check), the quarantine (the only copy of a rejected message), the subscriptions, the
+    # grants. docs/deploy.md says so table by table.
+    deploy = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    for table, resource in resources(template, TABLE).items():
+        full = template["Resources"][table]
+        assert full.get("UpdateReplacePolicy") == "Retain", table
+        assert full.get("DeletionPolicy") == "RetainExceptOnCreate", table
+        assert resource["Properties"]["DeletionProtectionEnabled"] is True, table
+        assert f"`{table}`" in deploy, table
+
+
+def test_every_queue_takes_one_mebibyte_messages(template: dict[str, Any]) -> None:
+    # The code sizes messages and batches for 1 MiB (SQS_MAX_MESSAGE_BYTES); a queue left at
+    # an older 256 KiB limit would refuse what the code thinks fits.
+    assert resources(template, QUEUE)
+    for queue in resources(template, QUEUE):
+        assert properties(template, queue)["MaximumMessageSize"] == SQS_MAX_MESSAGE_BYTES, queue
 
 
 # ---------------------------------------------------------------------------- alarms, outputs

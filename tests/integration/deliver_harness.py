@@ -28,6 +28,7 @@ from jobhooks.delivery.attempt_log import AttemptLog
 from jobhooks.delivery.deliver import Deliverer
 from jobhooks.delivery.http_client import make_webhook_client
 from jobhooks.delivery.model import DeliveryRecord
+from jobhooks.delivery.queues import DeliveryDlq, DeliveryQueueMessages
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule
 from jobhooks.delivery_task import DeliveryTask, delivery_task_for
 from jobhooks.subscriptions.store import IssuedSecret, SubscriptionStore
@@ -224,9 +225,8 @@ class DeliveryBench:
             attempt_log=self.log,
             subscriptions=self.store,
             client=make_webhook_client(allow_private_networks=True, total_timeout=timeout_seconds),
-            sqs=self.sqs,
-            delivery_queue_url=self.queue_url,
-            delivery_dlq_url=self.dlq_url,
+            queue=DeliveryQueueMessages(self.sqs, self.queue_url),
+            dead_letters=DeliveryDlq(self.sqs, self.dlq_url),
             post_timeout_seconds=timeout_seconds,
             clock=self.clock,
             random_source=lambda: JITTER_DRAW,

@@ -32,6 +32,7 @@ from jobhooks.ingest.claim_retention import claim_retention_seconds
 from jobhooks.ingest.claims import ClaimStore
 from jobhooks.ingest.model import Claim, Duplicate, FanOutPlan
 from jobhooks.ingest.settings import IngestSettings
+from jobhooks.storage.claim_reader import ClaimReader
 from jobhooks.storage.times import to_stored_precision
 from jobhooks_tools.local.template import LocalResources
 from jobhooks_tools.sample_events import demo_key, make_job_event
@@ -99,7 +100,11 @@ class Deliveries:
         self.pages = FirstAttemptLog(
             stack.table_name("FirstAttemptsTable"), dynamodb, clock=self.clock
         )
-        self.history = DeliveryHistory(self.log, self.pages, self.claims)
+        self.history = DeliveryHistory(
+            self.log,
+            self.pages,
+            ClaimReader(stack.table_name("ClaimsTable"), dynamodb, clock=self.clock),
+        )
         self._policy = IngestSettings.from_env().verification_policy(keys=(demo_key(),))
 
     def claim_batch(

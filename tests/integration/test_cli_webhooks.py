@@ -169,6 +169,23 @@ def test_the_cli_offers_exactly_the_documented_commands() -> None:
         assert list(group_parser._subparsers._group_actions[0].choices) == commands
 
 
+def test_add_beyond_the_tenants_endpoint_cap_is_refused_with_its_reason(
+    stack: LocalResources, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with local_api(monkeypatch, max_subscriptions_per_tenant=2):
+        for n in range(2):
+            added = run_cli(
+                capsys, "webhooks", "add", "--tenant", "acme", "--url", f"https://{n}.example/h"
+            )
+            assert added.code == 0
+        refused = run_cli(
+            capsys, "webhooks", "add", "--tenant", "acme", "--url", "https://2.example/h"
+        )
+    assert refused.code == 1
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith("jobhooks: subscription_limit_reached: tenant 'acme' already has 2")
+
+
 def test_job_name_filters_are_added_replaced_and_cleared(
     api: ApiServer, receiver: Receiver, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -19,8 +19,7 @@ from jobhooks.delivery.model import (
     DeliveryStatus,
 )
 from jobhooks.delivery_task import DeliveryTask, delivery_task_for
-from jobhooks.ingest.claim_retention import claim_retention_seconds
-from jobhooks.ingest.claims import ClaimStore
+from jobhooks.storage.claim_reader import ClaimReader
 from jobhooks.storage.exceptions import InvalidCursorError, InvalidPageSizeError
 from jobhooks_tools.local.template import LocalResources
 
@@ -43,14 +42,7 @@ def history(stack: LocalResources, bench: DeliveryBench) -> DeliveryHistory:
     pages = FirstAttemptLog(
         stack.table_name("FirstAttemptsTable"), bench.dynamodb, clock=bench.clock
     )
-    claims = ClaimStore(
-        stack.table_name("ClaimsTable"),
-        bench.dynamodb,
-        retention_seconds=claim_retention_seconds(
-            freshness_window_seconds=7 * 86400, queue_retention_seconds=4 * 86400
-        ),
-        clock=bench.clock,
-    )
+    claims = ClaimReader(stack.table_name("ClaimsTable"), bench.dynamodb, clock=bench.clock)
     return DeliveryHistory(bench.log, pages, claims)
 
 

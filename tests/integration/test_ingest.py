@@ -991,7 +991,7 @@ def test_a_placeholder_keys_secret_parks_events_in_the_ingest_dlq_until_fixed_an
 
     # The fix: the real key, then a redrive. The warm function re-reads an unusable secret at
     # most every DEFAULT_REFRESH_INTERVAL_SECONDS (the deployed queue's visibility timeout,
-    # 180 s, is far longer), so the first receive after that verifies with the fixed secret.
+    # 240 s, is far longer), so the first receive after that verifies with the fixed secret.
     bridge.put_fetcher_keys(demo_key())
     time.sleep(DEFAULT_REFRESH_INTERVAL_SECONDS)
     redriven = redrive_dlq(

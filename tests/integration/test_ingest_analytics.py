@@ -7,6 +7,7 @@ where a throttled or failing PutRecordBatch surfaces in production.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -55,13 +56,17 @@ def bridge(
 class Stream:
     """A Firehose DirectPut stream of this test, delivering to a bucket of its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        # The stream IngestRole may write to (its grant names the template's stream), made anew.
         suffix = uuid.uuid4().hex[:8]
-        self.name, self.bucket = f"analytics-{suffix}", f"analytics-rows-{suffix}"
+        self.name, self.bucket = name, f"analytics-rows-{suffix}"
         session = boto3.session.Session()
         self._s3 = session.client("s3")
         self._s3.create_bucket(Bucket=self.bucket)
-        session.client("firehose").create_delivery_stream(
+        firehose = session.client("firehose")
+        with contextlib.suppress(firehose.exceptions.ResourceNotFoundException):
+            firehose.delete_delivery_stream(DeliveryStreamName=name)
+        firehose.create_delivery_stream(
             DeliveryStreamName=self.name,
             DeliveryStreamType="DirectPut",
             ExtendedS3DestinationConfiguration={
@@ -83,7 +88,7 @@ class Stream:
 
 @pytest.fixture
 def stream(bridge: Bridge) -> Stream:
-    created = Stream()
+    created = Stream(bridge.stack.policy_names["AnalyticsDeliveryStream"])
     bridge.configure(JOBHOOKS_ANALYTICS_STREAM=created.name)
     return created
 

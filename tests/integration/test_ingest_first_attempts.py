@@ -18,13 +18,13 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from jobhooks.delivery.circuit_breaker import CircuitBreaker
 from jobhooks.delivery.first_attempts import FirstAttemptLog
 from jobhooks.delivery.model import DeliveryOutcome, DeliveryResult, DeliveryStatus
 from jobhooks.delivery.parking import ParkingSummary, ParkReason
 from jobhooks.delivery.settings import DeliverSettings
 from jobhooks.delivery.wiring import build_deliverer
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
-from jobhooks.ingest.circuit_breaker import CircuitBreaker
 from jobhooks.ingest.claims import ClaimStore
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.model import IngestOutcome, IngestResult

@@ -73,7 +73,7 @@ def test_get_event_returns_the_done_record_with_its_payload(bridge: Bridge) -> N
     (task,) = bridge.take_deliveries()
     service = management(bridge)
 
-    record = service.get_event(event_id_of(event))
+    record = service.claims.get(event_id_of(event))
 
     assert record is not None
     assert record.state is ClaimState.DONE
@@ -81,7 +81,7 @@ def test_get_event_returns_the_done_record_with_its_payload(bridge: Bridge) -> N
     assert record.payload == task.payload
     shown = record.to_dict(include_payload=False)
     assert shown["state"] == "done" and "payload" not in shown
-    assert service.get_event("fetcher.job.completed.nobody") is None
+    assert service.claims.get("fetcher.job.completed.nobody") is None
 
 
 def test_unmatched_events_are_listed_newest_first_in_pages(bridge: Bridge) -> None:
@@ -128,7 +128,7 @@ def test_refan_out_delivers_an_unmatched_event_to_a_subscription_added_later(
     (task,) = bridge.take_deliveries()
     assert (task.subscription_id, task.replay) == (late.subscription_id, False)
     assert task.event_id == event_id_of(event)
-    assert task.payload == service.get_event(event_id_of(event)).payload  # type: ignore[union-attr]
+    assert task.payload == service.claims.get(event_id_of(event)).payload  # type: ignore[union-attr]
     still_unmatched = [r.event_id for r in service.list_unmatched("acme").events]
     assert still_unmatched == [event_id_of(warm)]
     assert bridge.claim_item(event_id_of(event))["matched"] == "1"  # type: ignore[index]

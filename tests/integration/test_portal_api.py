@@ -199,6 +199,25 @@ def test_the_network_policy_applies_to_portal_endpoints(stack: LocalResources) -
         assert browser.get("/portal/api/subscriptions").body["subscriptions"] == []
 
 
+def test_a_tenant_at_its_endpoint_cap_is_refused_with_409_and_the_reason(
+    stack: LocalResources,
+) -> None:
+    api = gateway_api()
+    with use_context(api.module, max_subscriptions_per_tenant=1):
+        browser = open_portal(api, "acme")
+        assert (
+            browser.post("/portal/api/subscriptions", {"url": "https://a.example/x"}).status == 201
+        )
+        refused = browser.post("/portal/api/subscriptions", {"url": "https://b.example/x"})
+        assert refused.status == 409
+        assert refused.error["code"] == "subscription_limit_reached"
+        assert "JOBHOOKS_MAX_SUBSCRIPTIONS_PER_TENANT" in refused.error["message"]
+        assert len(browser.get("/portal/api/subscriptions").body["subscriptions"]) == 1
+        # Another tenant has a cap of its own.
+        other = open_portal(api, "globex")
+        assert other.post("/portal/api/subscriptions", {"url": "https://c.example/x"}).status == 201
+
+
 def test_the_tenant_comes_from_the_session_never_from_the_request(api: InProcessApi) -> None:
     browser = open_portal(api, "acme")
     smuggled = browser.post(
@@ -314,6 +333,9 @@ def test_the_page_and_assets_are_public_and_carry_strict_headers(api: InProcessA
         assert answer.headers["referrer-policy"] == "no-referrer"
         assert answer.headers["x-content-type-options"] == "nosniff"
         assert answer.headers["cache-control"] == "no-store"
+    # A browser may add the trailing slash: the same page, not the IAM routes' 403.
+    slash = anonymous.call("GET", "/portal/", content_type=None)
+    assert (slash.status, slash.text) == (200, page.text)
     script = anonymous.call("GET", "/portal/assets/portal.js", content_type=None)
     assert script.status == 200 and script.headers["content-type"].startswith("text/javascript")
     assert script.headers["content-security-policy"] == CONTENT_SECURITY_POLICY

@@ -37,12 +37,12 @@ from jobhooks.inbound.sanitize import ERROR_CATEGORIES
 from jobhooks_tools.sample_events import demo_key, failed_body, make_job_event
 
 EVENTS = Path(__file__).parents[2] / "events"
-SEED = Path("/work/shared/seeds/background-job-completed-contract.es.txt")
+ANALYTICS_DOC = Path(__file__).parents[2] / "docs" / "analytics.md"
 RECEIVED_AT = datetime(2026, 7, 13, 18, 4, 13, tzinfo=UTC)
 POLICY = VerificationPolicy(keys=[demo_key()], allow_legacy_signatures=True)
 KEY_TEXT = "k" * 16 + "0123456789abcdef0123456789"
 
-# The contract's eleven fields, names and types (the seed document's table).
+# The contract's eleven fields, names and types (docs/analytics.md, "The columns").
 CONTRACT = {
     "timestamp_utc": "timestamp",
     "event_id": "string",
@@ -84,12 +84,18 @@ def test_the_columns_are_the_contracts_eleven_then_justified_extras() -> None:
     assert tuple(AnalyticsRow.model_fields) == COLUMN_NAMES
 
 
-def test_the_contract_table_of_the_seed_document_is_the_one_in_the_code() -> None:
-    if not SEED.exists():
-        pytest.skip("the steering documents are not beside this checkout")
-    rows = re.findall(r"^\| (\w+) \| (\w+) \| yes \| ([\w-]+) \|", SEED.read_text(), re.M)
-    assert {name: kind for name, kind, _ in rows} == CONTRACT
-    assert {name for name, _, privacy in rows if privacy == "pseudonymous"} == PSEUDONYMOUS
+def test_the_contract_table_of_the_analytics_doc_is_the_one_in_the_code() -> None:
+    rows = re.findall(
+        r"^\| `(\w+)` \| ([^|]+) \| ([\w-]+) \| ([^|]+) \|$", ANALYTICS_DOC.read_text(), re.M
+    )
+    contract = [
+        (name, kind, privacy) for name, kind, privacy, source in rows if "**extra**" not in source
+    ]
+    assert [name for name, _, _ in contract] == list(CONTRACT)
+    assert {name: kind for name, kind, _ in contract} == CONTRACT
+    assert {name for name, _, privacy in contract if privacy == "pseudonymous"} == PSEUDONYMOUS
+    extras = [name for name, _, _, source in rows if "**extra**" in source]
+    assert extras == [c.name for c in EXTRA_COLUMNS]
 
 
 def test_completed_event_becomes_a_typed_row_of_its_outcome() -> None:

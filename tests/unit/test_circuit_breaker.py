@@ -1,10 +1,10 @@
-"""The first attempts' circuit breaker (jobhooks.ingest.circuit_breaker)."""
+"""The first attempts' circuit breaker (jobhooks.delivery.circuit_breaker)."""
 
 from __future__ import annotations
 
 import threading
 
-from jobhooks.ingest.circuit_breaker import MAX_OPEN_CIRCUITS, CircuitBreaker
+from jobhooks.delivery.circuit_breaker import MAX_OPEN_CIRCUITS, CircuitBreaker
 
 
 class Clock:

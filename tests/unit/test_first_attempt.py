@@ -1,26 +1,39 @@
-"""The first-attempt dispatcher's deadline and its decisions (jobhooks.ingest.first_attempt).
+"""The first-attempt stage's deadline and its decisions (jobhooks.delivery.first_attempt).
 
 The POSTs themselves are the deliver function's (tested against loopback receivers in
 tests/integration/test_ingest_first_attempts.py); here a poster that takes as long as it is
-allowed shows how the phase's deadline is shared out.
+allowed shows how the phase's deadline is shared out, and in-memory stores show what the settle
+step does with each answer.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
-from jobhooks.delivery.model import PostError, PostResult
-from jobhooks.delivery.retry_schedule import RetrySchedule
-from jobhooks.delivery_task import DeliveryTask, delivery_task_for
-from jobhooks.ingest.first_attempt import (
+from jobhooks.delivery.first_attempt import (
+    EventDeliveries,
     FirstAttemptDispatcher,
-    FirstAttemptResult,
+    FirstAttemptStage,
     NotAttemptedReason,
 )
+from jobhooks.delivery.first_attempts import FirstAttemptPage
+from jobhooks.delivery.model import (
+    DeliveryAttempt,
+    DeliveryRecord,
+    DeliveryResult,
+    DeliveryStatus,
+    PostError,
+    PostResult,
+)
+from jobhooks.delivery.parking import ParkingSummary, ParkReason
+from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule
+from jobhooks.delivery.settle import Settlement
+from jobhooks.delivery_task import DelayedTask, DeliveryTask, delivery_task_for
 from jobhooks.subscriptions import EventType, Subscription, SubscriptionStatus
 from jobhooks.webhook_signature import generate_secret
 
@@ -86,7 +99,6 @@ def dispatcher(poster: UsesItsWholeTimeout, **options: object) -> FirstAttemptDi
     return FirstAttemptDispatcher(
         subscriptions=Secrets(),
         client=poster,
-        random_source=lambda: 0.5,
         **options,  # type: ignore[arg-type]
     )
 
@@ -122,15 +134,9 @@ def test_a_post_that_cannot_start_before_the_deadline_is_not_attempted() -> None
     batch = one_at_a_time.attempt([(task_for(a), a), (task_for(b), b)])
 
     assert time.monotonic() - started < 1.5
-    hung, waited = batch.outcomes
-    assert (hung.result, hung.attempt and hung.attempt.error) == (
-        FirstAttemptResult.FAILED,
-        "timeout",
-    )
-    assert (waited.result, waited.not_attempted) == (
-        FirstAttemptResult.NOT_ATTEMPTED,
-        NotAttemptedReason.DEADLINE,
-    )
+    hung, waited = batch
+    assert hung.attempt is not None and hung.attempt.error == "timeout"
+    assert (waited.attempt, waited.not_attempted) == (None, NotAttemptedReason.DEADLINE)
     assert one_at_a_time.breaker.is_open(a.subscription_id)
     assert not one_at_a_time.breaker.is_open(b.subscription_id)
 
@@ -144,7 +150,7 @@ def test_disabled_or_foreign_subscriptions_are_not_attempted_and_no_time_means_n
     batch = first.attempt([(task_for(disabled), disabled), (task_for(foreign), foreign)])
     no_time = first.attempt([(task_for(subscription(3)), subscription(3))], remaining_ms=0)
 
-    assert [o.not_attempted for o in batch.outcomes + no_time.outcomes] == [
+    assert [o.not_attempted for o in batch + no_time] == [
         NotAttemptedReason.SUBSCRIPTION_DISABLED,
         NotAttemptedReason.TENANT_MISMATCH,
         NotAttemptedReason.DEADLINE,
@@ -152,20 +158,165 @@ def test_disabled_or_foreign_subscriptions_are_not_attempted_and_no_time_means_n
     assert poster.timeouts == []
 
 
+class Log:
+    """The attempt log in memory: every record written, by delivery id."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, list[tuple[DeliveryStatus, str | None]]] = {}
+
+    def find(self, delivery_id: str) -> DeliveryRecord | None:
+        return None
+
+    def record_attempt(
+        self,
+        task: DeliveryTask,
+        status: DeliveryStatus,
+        attempt: DeliveryAttempt | None = None,
+        *,
+        reason: str | None = None,
+        message_id: str | None = None,
+        logged_attempts: int = 0,
+    ) -> bool:
+        self.records.setdefault(task.delivery_id, []).append((status, reason))
+        return True
+
+    def append_attempt(self, task: DeliveryTask, attempt: DeliveryAttempt) -> None:
+        raise AssertionError("a first attempt never appends")
+
+
+class DeadLetters:
+    def __init__(self) -> None:
+        self.parked: list[tuple[str, ParkingSummary]] = []
+
+    def park(self, body: str, summary: ParkingSummary) -> str:
+        self.parked.append((body, summary))
+        return f"m{len(self.parked)}"
+
+
+class Pages:
+    def __init__(self) -> None:
+        self.written: list[FirstAttemptPage] = []
+
+    def write(self, pages: Sequence[FirstAttemptPage]) -> None:
+        self.written.extend(pages)
+
+
+@dataclass
+class Stage:
+    stage: FirstAttemptStage
+    log: Log
+    dead_letters: DeadLetters
+    pages: Pages
+
+
+def stage(poster: object, schedule: RetrySchedule = DEFAULT_SCHEDULE) -> Stage:
+    log, dead_letters, pages = Log(), DeadLetters(), Pages()
+    made = FirstAttemptStage(
+        dispatcher=dispatcher(poster),  # type: ignore[arg-type]
+        settlement=Settlement(
+            attempt_log=log,
+            subscriptions=Secrets(),
+            dead_letters=dead_letters,
+            schedule=schedule,
+            random_source=lambda: 0.5,
+        ),
+        pages=pages,
+    )
+    return Stage(made, log, dead_letters, pages)
+
+
+def one_event(*subscriptions: Subscription, event: str = "e") -> EventDeliveries:
+    return EventDeliveries(
+        event_id=f"fetcher.job.completed.{event}",
+        tenant_id="acme",
+        batch_id="1752429851000-0a1b2c3d4e5f.0",
+        deliveries=tuple((task_for(s, event), s) for s in subscriptions),
+    )
+
+
 def test_a_failure_waits_the_schedules_delay_capped_at_900_s_or_parks_with_one_attempt() -> None:
     poster = UsesItsWholeTimeout(hang=False)
     a = subscription(1)
-    long_wait = dispatcher(poster, schedule=RetrySchedule.parse("0,3600"))
-    one_attempt = dispatcher(poster, schedule=RetrySchedule.parse("0"))
-    default = dispatcher(poster)
+    long_wait = stage(poster, RetrySchedule.parse("0,3600"))
+    one_attempt = stage(poster, RetrySchedule.parse("0"))
+    default = stage(poster)
 
-    [capped] = long_wait.attempt([(task_for(a), a)]).outcomes
-    [parked] = one_attempt.attempt([(task_for(a), a)]).outcomes
-    [retried] = default.attempt([(task_for(a), a)]).outcomes
+    capped = long_wait.stage.deliver_first([one_event(a)])
+    parked = one_attempt.stage.deliver_first([one_event(a)])
+    retried = default.stage.deliver_first([one_event(a)])
 
-    assert capped.retry_in_seconds == 900
-    assert (parked.result, parked.retry_in_seconds) == (FirstAttemptResult.FAILED, None)
-    assert retried.retry_in_seconds == 5  # jitter drawn at the middle: the schedule's 5 s
+    [(event_id, [queued])] = capped.to_enqueue.items()
+    assert isinstance(queued, DelayedTask) and queued.delay_seconds == 900
+    assert queued.task.attempts_made == 1  # the deliver function's first receive is attempt 2
+    assert [o.result for o in capped.outcomes] == [DeliveryResult.RETRY_SCHEDULED]
+    assert long_wait.log.records == {queued.task.delivery_id: [(DeliveryStatus.PENDING, None)]}
+
+    assert parked.to_enqueue == {event_id: []}
+    assert [o.result for o in parked.outcomes] == [DeliveryResult.PARKED]
+    [(body, summary)] = one_attempt.dead_letters.parked
+    assert DeliveryTask.from_json(body).delivery_id == queued.task.delivery_id
+    assert (summary.reason, summary.attempts, summary.last_result) == (
+        ParkReason.ATTEMPTS_EXHAUSTED,
+        1,
+        "http_500",
+    )
+
+    [retry] = retried.to_enqueue[event_id]
+    assert isinstance(retry, DelayedTask)
+    assert retry.delay_seconds == 5  # jitter drawn at the middle: the schedule's 5 s
+
+
+def test_successes_are_paged_by_subscription_and_batch_and_leave_nothing_to_enqueue() -> None:
+    made = stage(AnswersAfter(0))
+    a, b = subscription(1), subscription(2)
+
+    report = made.stage.deliver_first([one_event(a, b, event="x"), one_event(a, event="y")])
+
+    assert report.to_enqueue == {"fetcher.job.completed.x": [], "fetcher.job.completed.y": []}
+    assert report.failed == {}
+    assert made.log.records == {}  # a success has no attempt-log record
+    pages = {
+        page.subscription_id: [s.event_id for s in page.successes] for page in made.pages.written
+    }
+    assert pages == {
+        a.subscription_id: ["fetcher.job.completed.x", "fetcher.job.completed.y"],
+        b.subscription_id: ["fetcher.job.completed.x"],
+    }
+
+
+class Refuses(Pages):
+    def write(self, pages: Sequence[FirstAttemptPage]) -> None:
+        raise RuntimeError("throttled")
+
+
+def test_an_event_whose_page_cannot_be_written_is_retried_whole() -> None:
+    made = stage(AnswersAfter(0))
+    made.stage._pages = Refuses()
+    a = subscription(1)
+
+    report = made.stage.deliver_first([one_event(a)])
+
+    assert report.to_enqueue == {}
+    assert list(report.failed) == ["fetcher.job.completed.e"]
+
+
+class Observer:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, DeliveryResult]] = []
+
+    def settled(self, task: DeliveryTask, outcome: object) -> None:
+        self.seen.append((task.subscription_id, outcome.result))  # type: ignore[attr-defined]
+
+
+def test_the_settle_step_tells_its_observers_of_every_settled_attempt() -> None:
+    made = stage(UsesItsWholeTimeout(hang=False))
+    observer = Observer()
+    made.stage.settlement.observers.append(observer)
+    a = subscription(1)
+
+    made.stage.deliver_first([one_event(a)])
+
+    assert observer.seen == [(a.subscription_id, DeliveryResult.RETRY_SCHEDULED)]
 
 
 class Raises:
@@ -179,12 +330,9 @@ def test_an_attempt_that_raises_leaves_its_task_to_the_deliver_function() -> Non
     broken = FirstAttemptDispatcher(subscriptions=Secrets(), client=Raises())
     a = subscription(1)
 
-    [outcome] = broken.attempt([(task_for(a), a)]).outcomes
+    [outcome] = broken.attempt([(task_for(a), a)])
 
-    assert (outcome.result, outcome.not_attempted) == (
-        FirstAttemptResult.NOT_ATTEMPTED,
-        NotAttemptedReason.ERROR,
-    )
+    assert (outcome.attempt, outcome.not_attempted) == (None, NotAttemptedReason.ERROR)
 
 
 class AnswersAfter:
@@ -214,4 +362,92 @@ def test_a_full_batch_to_two_subscriptions_is_posted_in_one_wave_by_default() ->
     batch = default.attempt(pairs)
 
     assert time.monotonic() - started < 0.55
-    assert [o.result for o in batch.outcomes] == [FirstAttemptResult.SUCCEEDED] * 20
+    assert [o.attempt and o.attempt.status_code for o in batch] == [200] * 20
+
+
+class SlowFor:
+    """Answers 200 after `seconds` to `slow_url`, at once to any other; notes when each
+    POST started."""
+
+    def __init__(self, slow_url: str, seconds: float) -> None:
+        self.slow_url, self.seconds = slow_url, seconds
+        self.started: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], *, timeout: float | None = None
+    ) -> PostResult:
+        with self._lock:
+            self.started.setdefault(url, []).append(time.monotonic())
+        wait = self.seconds if url == self.slow_url else 0.0
+        time.sleep(wait)
+        return PostResult(200, None, None, round(wait * 1000))
+
+
+def tenant_subscription(tenant: str, n: int, url: str) -> Subscription:
+    return subscription(n, tenant_id=tenant, subscription_id=f"sub_{tenant}_{n}", url=url)
+
+
+def tenant_task(made: Subscription, event: str) -> DeliveryTask:
+    return delivery_task_for(
+        event_id=f"fetcher.job.completed.{event}",
+        tenant_id=made.tenant_id,
+        event_type="job.completed",
+        payload="{}",
+        subscription_id=made.subscription_id,
+    )
+
+
+def test_a_tenant_with_many_slow_endpoints_holds_only_its_share_of_the_workers() -> None:
+    poster = SlowFor("https://noisy.example/hook", 0.4)
+    noisy = [tenant_subscription("noisy", n, "https://noisy.example/hook") for n in range(8)]
+    quiet = tenant_subscription("quiet", 1, "https://quiet.example/hook")
+    # The quiet tenant's delivery comes last in the batch, after eight slow ones.
+    pairs = [(tenant_task(s, "e1"), s) for s in noisy] + [(tenant_task(quiet, "e1"), quiet)]
+    four_workers = dispatcher(poster, concurrency=4)  # type: ignore[arg-type]
+
+    started = time.monotonic()
+    posted = four_workers.attempt(pairs)
+
+    [quiet_start] = poster.started["https://quiet.example/hook"]
+    assert quiet_start - started < 0.2  # not behind the noisy tenant's first wave (0.4 s)
+    assert [o.attempt and o.attempt.status_code for o in posted] == [200] * 9
+    # Each tenant's share of 4 workers is 2: the noisy tenant's POSTs ran two at a time.
+    noisy_starts = sorted(poster.started["https://noisy.example/hook"])
+    assert noisy_starts[2] - noisy_starts[0] >= 0.35
+
+
+def test_a_success_slower_than_the_latency_budget_opens_the_circuit_like_a_failure() -> None:
+    poster = SlowFor("https://slow.example/hook", 0.3)
+    slow = tenant_subscription("acme", 1, "https://slow.example/hook")
+    fast = tenant_subscription("acme", 2, "https://fast.example/hook")
+    budgeted = dispatcher(poster, latency_budget_seconds=0.1)  # type: ignore[arg-type]
+
+    posted = budgeted.attempt([(tenant_task(slow, "e"), slow), (tenant_task(fast, "e"), fast)])
+
+    assert [o.attempt and o.attempt.status_code for o in posted] == [200, 200]
+    assert budgeted.breaker.is_open(slow.subscription_id)
+    assert not budgeted.breaker.is_open(fast.subscription_id)
+    [later] = budgeted.attempt([(tenant_task(slow, "f"), slow)])
+    assert later.not_attempted is NotAttemptedReason.CIRCUIT_OPEN  # left to the deliver function
+
+
+def test_a_post_already_slower_than_the_budget_sends_the_next_batches_elsewhere_at_once() -> None:
+    poster = SlowFor("https://slow.example/hook", 0.6)
+    slow = tenant_subscription("acme", 1, "https://slow.example/hook")
+    budgeted = dispatcher(poster, latency_budget_seconds=0.1)  # type: ignore[arg-type]
+    first = threading.Thread(target=budgeted.attempt, args=([(tenant_task(slow, "e"), slow)],))
+    first.start()
+    wait_until = time.monotonic() + 5
+    while not poster.started.get("https://slow.example/hook"):
+        assert time.monotonic() < wait_until
+        time.sleep(0.01)
+    time.sleep(0.2)  # the first POST is now past the budget, still running
+
+    started = time.monotonic()
+    [second] = budgeted.attempt([(tenant_task(slow, "f"), slow)])
+
+    assert time.monotonic() - started < 0.2  # no second wait on the same slow endpoint
+    assert second.not_attempted is NotAttemptedReason.CIRCUIT_OPEN
+    first.join(5)
+    assert len(poster.started["https://slow.example/hook"]) == 1

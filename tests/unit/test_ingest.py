@@ -9,18 +9,17 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
-from jobhooks.delivery.model import DeliveryAttempt
+from jobhooks.delivery.model import (
+    DeliveryAttempt,
+    DeliveryOutcome,
+    DeliveryResult,
+    FailureClass,
+)
 from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError, delivery_id_for
 from jobhooks.inbound.rejection import Reason
 from jobhooks.ingest.exceptions import ClaimLostError, FetcherKeysUnavailableError
 from jobhooks.ingest.fan_out import MAX_BATCH_BYTES, _chunks, delivery_tasks_for
 from jobhooks.ingest.fetcher_keys import SecretKeys
-from jobhooks.ingest.first_attempt import (
-    FirstAttemptBatch,
-    FirstAttemptOutcome,
-    FirstAttemptResult,
-    NotAttemptedReason,
-)
 from jobhooks.ingest.inbound import InboundMessage, claimed_event_id
 from jobhooks.ingest.model import (
     ClaimState,
@@ -30,7 +29,6 @@ from jobhooks.ingest.model import (
     QuarantinedMessage,
 )
 from jobhooks.ingest.quarantine import quarantine_id_for
-from jobhooks.ingest.service import delivery_outcome_of
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.telemetry import PowertoolsTelemetry
 from jobhooks.settings import ConfigurationError
@@ -499,17 +497,15 @@ def test_first_attempts_are_counted_with_the_deliver_functions_metrics_and_in_th
     )[0]
     ok = DeliveryAttempt(n=1, at=NOW, status_code=200, latency_ms=12)
     boom = DeliveryAttempt(n=1, at=NOW, status_code=503, latency_ms=30)
-    batch = FirstAttemptBatch(
-        (
-            FirstAttemptOutcome(task, FirstAttemptResult.SUCCEEDED, ok),
-            FirstAttemptOutcome(task, FirstAttemptResult.FAILED, boom, 5),
-            FirstAttemptOutcome(
-                task, FirstAttemptResult.NOT_ATTEMPTED, not_attempted=NotAttemptedReason.DEADLINE
-            ),
-        )
+    batch = (
+        DeliveryOutcome(DeliveryResult.SUCCEEDED, task.delivery_id, ok),
+        DeliveryOutcome(
+            DeliveryResult.RETRY_SCHEDULED, task.delivery_id, boom, FailureClass.HTTP_5XX, 5
+        ),
+        DeliveryOutcome(DeliveryResult.NOT_STARTED, task.delivery_id),
     )
 
-    telemetry.first_attempts_made([delivery_outcome_of(o) for o in batch.outcomes])
+    telemetry.first_attempts_made(batch)
     telemetry.batch_ingested([], first_attempts=batch)
     metrics.flush_metrics()
 

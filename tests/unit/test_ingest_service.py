@@ -469,7 +469,7 @@ def test_a_record_whose_claim_is_busy_comes_back_when_the_lease_ends(world: Worl
     with pytest.raises(ClaimInProgressError):
         world.service.ingest_record(copy)
 
-    # 12.3 s of lease left: visible again one second after it ends, not after 180 s.
+    # 12.3 s of lease left: visible again one second after it ends, not after 240 s.
     assert sqs.calls == [
         {"QueueUrl": "queue-url", "ReceiptHandle": "rh-2", "VisibilityTimeout": 14}
     ]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+from botocore.retries.standard import ExponentialBackoff
 from jobhooks.delivery.settings import DeliverSettings
 from jobhooks.delivery.wiring import build_deliverer
 from jobhooks.ingest.settings import IngestSettings
@@ -15,6 +16,7 @@ from jobhooks.ingest.wiring import build_ingest_service
 from jobhooks.management.context import build_management_context
 from jobhooks.management.settings import ManagementSettings
 from jobhooks.storage.clients import (
+    AUTHORIZER_MAX_ATTEMPTS,
     CONNECT_TIMEOUT_SECONDS,
     MAX_ATTEMPTS,
     READ_TIMEOUT_SECONDS,
@@ -80,9 +82,19 @@ class FakeClient:
 # -- clients ---------------------------------------------------------------------------------
 
 
+class _RawBody:
+    """The raw stream botocore reads an answer's body from."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, **_: Any) -> Any:
+        yield self._body
+
+
 def test_every_client_retries_three_times_with_short_timeouts() -> None:
     config = aws_config()
-    assert config.retries == {"mode": "standard", "max_attempts": MAX_ATTEMPTS}
+    assert config.retries == {"mode": "standard", "total_max_attempts": MAX_ATTEMPTS}
     assert (config.connect_timeout, config.read_timeout) == (
         CONNECT_TIMEOUT_SECONDS,
         READ_TIMEOUT_SECONDS,
@@ -110,7 +122,34 @@ def test_a_client_is_made_on_its_first_call_once_with_the_shared_config() -> Non
     [(service, config)] = session.made
     assert service == "dynamodb"
     assert config.max_pool_connections == 20
-    assert config.retries == {"mode": "standard", "max_attempts": MAX_ATTEMPTS}
+    assert config.retries == {"mode": "standard", "total_max_attempts": MAX_ATTEMPTS}
+
+
+@pytest.mark.parametrize("attempts", [MAX_ATTEMPTS, AUTHORIZER_MAX_ATTEMPTS])
+def test_a_call_that_keeps_failing_is_sent_exactly_max_attempts_times(
+    attempts: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # botocore's retries dict reads `max_attempts` as retries after the first call: 3 there
+    # made 4 calls, a third more load on a struggling service and a longer worst case.
+    import boto3
+    from botocore.awsrequest import AWSResponse
+
+    sent: list[str] = []
+
+    def always_503(request: Any, **_: Any) -> AWSResponse:
+        sent.append(request.url)
+        return AWSResponse(request.url, 503, {}, _RawBody(b"{}"))
+
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
+    # No waiting between the attempts (botocore's jittered backoff): only their number counts.
+    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0)
+    client = aws_client("sqs", session=session, max_attempts=attempts).client
+    client.meta.events.register("before-send", always_503)
+    with pytest.raises(ClientError):
+        client.list_queues()
+    assert len(sent) == attempts
 
 
 def test_building_a_function_makes_no_aws_client() -> None:

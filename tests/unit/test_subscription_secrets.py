@@ -126,9 +126,11 @@ def test_rejects_ciphertext_moved_to_another_secret_slot(vault: SecretVault) -> 
         open_secret(data_key, "sub_a", "sec_2", sealed)
 
 
-def test_rejects_data_key_moved_to_another_subscription(vault: SecretVault) -> None:
+def test_rejects_data_key_moved_to_another_subscription(
+    vault: SecretVault, kms: InMemoryKms
+) -> None:
     data_key = vault.new_data_key("sub_a")
-    vault.forget_data_keys()
+    vault = SecretVault(kms, "alias/jobhooks")  # a new process: nothing cached
     with pytest.raises(SecretDecryptionError):
         vault.open_data_key("sub_b", data_key.encrypted)
 
@@ -144,7 +146,7 @@ def test_a_cached_data_key_is_not_reused_for_another_subscription(
 
 def test_opened_data_keys_are_cached(vault: SecretVault, kms: InMemoryKms) -> None:
     encrypted = vault.new_data_key("sub_a").encrypted
-    vault.forget_data_keys()
+    vault = SecretVault(kms, "alias/jobhooks")  # a new process: nothing cached
     sealed = vault.seal(vault.open_data_key("sub_a", encrypted), "sub_a", "sec_1", "whsec_AAAA")
     for _ in range(5):
         assert vault.open("sub_a", encrypted, "sec_1", sealed) == "whsec_AAAA"
@@ -179,7 +181,7 @@ def test_creating_a_data_key_needs_a_configured_kms_key(kms: InMemoryKms) -> Non
 
 def test_kms_refusals_surface_with_their_aws_code(vault: SecretVault, kms: InMemoryKms) -> None:
     encrypted = vault.new_data_key("sub_a").encrypted
-    vault.forget_data_keys()
+    vault = SecretVault(kms, "alias/jobhooks")  # a new process: nothing cached
     kms.fail_with = "AccessDeniedException"
     with pytest.raises(KeyServiceError) as caught:
         vault.open_data_key("sub_a", encrypted)

@@ -49,7 +49,7 @@ class DeliveryTask(BaseModel):
     """An operator asked for this delivery again: deliver even after a recorded success."""
     attempts_made: int = Field(default=0, ge=0)
     """Attempts made before the task was enqueued: 1 when ingest's first attempt failed
-    (`jobhooks.ingest.first_attempt`), so the deliver function's first receive is attempt 2.
+    (`jobhooks.delivery.first_attempt`), so the deliver function's first receive is attempt 2.
     Optional on the wire: a task without it (older, or enqueued without a first attempt) is 0."""
 
     def to_json(self) -> str:

@@ -117,8 +117,9 @@ def describe(record: logging.LogRecord) -> Activity | None:
         return _activity(record, "notify", str(fields.get("notification_type", "")), text)
     # Logger names, not module paths: the tools log under the `jobhooks` logger (dev_stack
     # attaches the console feed there), e.g. `jobhooks.local.aws_limits.guard`, `jobhooks.shovel`.
-    if record.name.startswith("jobhooks.local.aws_limits"):
+    if record.name.startswith(("jobhooks.local.aws_limits", "jobhooks.local.iam")):
         # A request real AWS would refuse (moto took it): a bug to fix, shown as it happens.
+        # The IAM guard's says `IngestFunction may not dynamodb:GetItem on arn:...`.
         return _activity(record, "aws", "refused", message)
     if record.name.startswith("jobhooks.shovel") and record.levelno >= logging.WARNING:
         details = getattr(record, "fields", None) or {}

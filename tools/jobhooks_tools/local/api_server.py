@@ -353,13 +353,6 @@ def load_api_module(template_path: str | Path | None = None) -> ModuleType:
     return _function(API_FUNCTION, template_path, module_name="api_function")[0]
 
 
-def load_authorizer_module(
-    logical_id: str = "AuthorizerFunction", template_path: str | Path | None = None
-) -> ModuleType:
-    """The portal authorizer function's module, imported once per process."""
-    return _function(logical_id, template_path, module_name="authorizer_PortalAuthorizer")[0]
-
-
 def _handler_of(found: tuple[ModuleType, str]) -> ApiHandler:
     module, function_name = found
     handler = getattr(module, function_name, None)

@@ -20,7 +20,10 @@ Everything runs with the functions' environment from the template plus the local
 of `LOCAL_ONLY_SETTINGS` (loopback webhooks allowed, short caches), which nothing else sets, and
 under the AWS limits guard (`jobhooks_tools.local.aws_limits`): every SQS and DynamoDB request of
 the stack, the shovel process's included, is held to the real services' limits, which moto does not
-enforce; a violation is logged as an error and fails the call as AWS would.
+enforce; a violation is logged as an error and fails the call as AWS would. And under the IAM
+guard (`jobhooks_tools.local.iam`): each function calls AWS as its role in template.yaml, the
+shovel under the policy deploy/shovel/iam-policy.json documents; a call the policy does not allow
+fails with AccessDenied and shows on the console as `aws  refused  IngestFunction may not ...`.
 `stop()` ends every thread and child process it started, in reverse order, and puts the
 process's environment back as it found it.
 """
@@ -51,7 +54,7 @@ from typing import IO, Any, Final
 from jobhooks.analytics.local_backend import LocalBackend, register_local_backend
 from jobhooks.inbound.keys import HmacKey
 
-from jobhooks_tools.local import aws_limits
+from jobhooks_tools.local import aws_limits, iam
 from jobhooks_tools.local.activity import Activity, ActivityFeed
 from jobhooks_tools.local.analytics import install_local_backend
 from jobhooks_tools.local.event_source import LambdaContext, SqsEventSource
@@ -201,6 +204,7 @@ class DevStack:
         self._template_path = Path("template.yaml")
         self._probe: Any = None
         self._installed_aws_limits = False
+        self._installed_iam = False
         self.data_dir: Path | None = None
         self._owns_data_dir = False
         # The analytics back end this stack replaced, put back on stop.
@@ -214,6 +218,7 @@ class DevStack:
         try:
             # Before any client exists: clients copy their session's hooks when made.
             self._installed_aws_limits = aws_limits.install()
+            self._installed_iam = iam.install()
             self._open_log()
             self._open_data_dir()
             self._find_or_start_broker_in_background()
@@ -270,6 +275,9 @@ class DevStack:
         if self._installed_aws_limits:
             aws_limits.uninstall()
             self._installed_aws_limits = False
+        if self._installed_iam:
+            iam.uninstall()
+            self._installed_iam = False
 
     def __enter__(self) -> DevStack:
         return self.start()
@@ -396,8 +404,9 @@ class DevStack:
             [
                 sys.executable,
                 "-m",
-                # The `jobhooks` CLI under the AWS limits guard (jobhooks_tools/local/aws_limits).
-                "jobhooks_tools.local.aws_limits",
+                # The `jobhooks` CLI under the AWS limits guard and the shovel's IAM policy
+                # (jobhooks_tools/local/iam/__main__.py).
+                "jobhooks_tools.local.iam",
                 "shovel",
                 "--amqp-url",
                 self.amqp_url,
@@ -412,7 +421,11 @@ class DevStack:
                 "--retry-max-delay",
                 "2",
             ],
-            env={**os.environ, **local_aws_environment(self.aws_endpoint_url)},
+            env={
+                **os.environ,
+                **local_aws_environment(self.aws_endpoint_url),
+                "JOBHOOKS_LOCAL_SHOVEL_QUEUE_ARN": self._resources.arns["IngestQueue"],
+            },
             stdin=subprocess.DEVNULL,
             stdout=self._log_file or subprocess.DEVNULL,
             stderr=self._log_file or subprocess.DEVNULL,
@@ -487,6 +500,7 @@ class DevStack:
             self.settings.template_changes(template)
         self.resources = provision(
             template,
+            checkout=self._template_path.parent,
             parameters=self.settings.parameters,
             fetcher_keys=[self.settings.key.hex],
             endpoint_url=self.aws_endpoint_url,
@@ -569,6 +583,8 @@ class DevStack:
                 function_timeout_seconds=float(function.timeout_seconds),
                 memory_limit_in_mb=function.memory_mb,
                 concurrency=concurrency,
+                # The function's role: what its handler's and poller's calls are allowed.
+                principal=function.logical_id,
             )
         # The handlers configured their loggers at import: send them to the log file now.
         self._route_logs()
@@ -674,7 +690,9 @@ class DevStack:
                 "sqs",
                 endpoint_url=self.aws_endpoint_url,
                 region_name=LOCAL_REGION,
-                config=Config(retries={"mode": "standard", "max_attempts": 1}, connect_timeout=2),
+                config=Config(
+                    retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=2
+                ),
             )
         attributes = self._probe.get_queue_attributes(
             QueueUrl=queue_url,

@@ -26,6 +26,7 @@ such a handler `concurrency=1` (one Lambda instance), or build the processor per
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import random
 import threading
@@ -34,6 +35,8 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
+
+from jobhooks_tools.local import iam
 
 # Named in the `jobhooks` logger tree, where the local stack routes the package's records.
 logger = logging.getLogger("jobhooks.local.event_source")
@@ -167,6 +170,7 @@ class SqsEventSource:
         initial_backoff_seconds: float = 0.2,
         max_backoff_seconds: float = 5.0,
         batching_window_seconds: float = 0,
+        principal: str | None = None,
     ) -> None:
         if not 0 <= batching_window_seconds <= MAX_BATCHING_WINDOW_SECONDS:
             raise ValueError(
@@ -183,6 +187,9 @@ class SqsEventSource:
         self.queue_url = queue_url
         self.function_name = function_name
         self._handler = handler
+        # Lambda polls and deletes with the function's role: so does this poller, as the
+        # template function whose code the handler is (jobhooks_tools.local.iam), if any.
+        self._principal = principal
         # The default client must outwait the longest receive: a batching window long-polls for
         # up to the rest of the window (at most 20 s), longer than the poller's own wait.
         self._sqs = (
@@ -368,7 +375,14 @@ class SqsEventSource:
     def _receive(self, wait_time_seconds: int) -> list[dict[str, Any]]:
         return self._receive_up_to(self._batch_size, wait_time_seconds)
 
+    def _as_function(self) -> contextlib.AbstractContextManager[None]:
+        return iam.acting_as(self._principal or iam.principal_of_code(self._handler))
+
     def _receive_up_to(self, count: int, wait_time_seconds: int) -> list[dict[str, Any]]:
+        with self._as_function():
+            return self._receive_as_function(count, wait_time_seconds)
+
+    def _receive_as_function(self, count: int, wait_time_seconds: int) -> list[dict[str, Any]]:
         try:
             if self._queue_arn is None:
                 self._queue_arn = self._read_queue_arn()
@@ -422,7 +436,8 @@ class SqsEventSource:
         started = time.monotonic()
         error: str | None
         try:
-            response = self._handler({"Records": records}, context)
+            with self._as_function():
+                response = self._handler({"Records": records}, context)
         except Exception as exception:
             logger.exception(
                 "%s raised; the whole batch of %d records will be retried",
@@ -471,7 +486,10 @@ class SqsEventSource:
                 for n, message in enumerate(chunk)
             ]
             try:
-                response = self._sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+                with self._as_function():
+                    response = self._sqs.delete_message_batch(
+                        QueueUrl=self.queue_url, Entries=entries
+                    )
             except Exception as error:
                 if not _is_sqs_failure(error):
                     raise
@@ -682,7 +700,7 @@ def _default_sqs_client(wait_time_seconds: int) -> Any:
         "sqs",
         config=Config(
             # The poller owns retrying (with backoff and counters); botocore's would hide outages.
-            retries={"mode": "standard", "max_attempts": 1},
+            retries={"mode": "standard", "total_max_attempts": 1},
             connect_timeout=2,
             read_timeout=wait_time_seconds + 10,
         ),

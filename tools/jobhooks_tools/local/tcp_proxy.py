@@ -48,10 +48,6 @@ class TcpProxy:
         """`http://host:port` of the proxy, for HTTP services such as moto's server."""
         return f"http://{self.host}:{self.port}"
 
-    @property
-    def is_accepting(self) -> bool:
-        return self._accepting.is_set()
-
     def start(self) -> TcpProxy:
         self.accept()
         return self

@@ -37,6 +37,9 @@ import boto3
 import yaml
 from botocore.exceptions import ClientError
 
+from jobhooks_tools.local.iam import guard as iam_guard
+from jobhooks_tools.local.iam.policy import Policy, PolicyError
+from jobhooks_tools.local.iam.principals import Principal, role_documents, shovel_principal
 from jobhooks_tools.local.moto_server import LOCAL_REGION
 
 TEMPLATE_ENV_VAR: Final = "JOBHOOKS_TEMPLATE"
@@ -59,6 +62,28 @@ EMBEDDED_LOCALLY: Final = (
     "AWS::Athena::NamedQuery",
 )
 FUNCTION_TYPES: Final = ("AWS::Serverless::Function",)
+ROLE_TYPE: Final = "AWS::IAM::Role"
+# How a resource that is not created locally is named in a role's policy: the property holding
+# its name, and its ARN (what `!GetAtt X.Arn` gives on AWS) built from that name.
+_POLICY_NAMES: Final[dict[str, tuple[tuple[str, ...], str | None]]] = {
+    "AWS::Logs::LogGroup": (
+        ("LogGroupName",),
+        "arn:{partition}:logs:{region}:{account}:log-group:{name}:*",
+    ),
+    "AWS::Logs::LogStream": (("LogStreamName",), None),
+    "AWS::KinesisFirehose::DeliveryStream": (
+        ("DeliveryStreamName",),
+        "arn:{partition}:firehose:{region}:{account}:deliverystream/{name}",
+    ),
+    "AWS::S3::Bucket": (("BucketName",), "arn:{partition}:s3:::{name}"),
+    "AWS::Glue::Database": (("DatabaseInput", "Name"), None),
+    "AWS::Glue::Table": (("TableInput", "Name"), None),
+    "AWS::Athena::WorkGroup": (
+        ("Name",),
+        "arn:{partition}:athena:{region}:{account}:workgroup/{name}",
+    ),
+    "AWS::SNS::Topic": (("TopicName",), None),
+}
 
 # CloudFormation queue properties that are SQS queue attributes of the same name.
 _QUEUE_ATTRIBUTES: Final = (
@@ -189,6 +214,12 @@ class LocalResources:
     names: Mapping[str, str]
     types: Mapping[str, str]
     functions: Mapping[str, LocalFunction] = field(default_factory=lambda: MappingProxyType({}))
+    # Who calls AWS locally (each function as its template role, the shovel) and under which
+    # policy: what the IAM guard (jobhooks_tools.local.iam) evaluates their calls against.
+    principals: Mapping[str, Principal] = field(default_factory=lambda: MappingProxyType({}))
+    # Resources that are not created locally (the Firehose stream, the buckets, the log groups),
+    # by the name the roles' grants give them here: a test that stands one in must use it.
+    policy_names: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def _of_type(self, logical_id: str, resource_type: str) -> str:
         if self.types.get(logical_id) != resource_type:
@@ -237,6 +268,7 @@ def provision(
     endpoint_url: str | None = None,
     region: str | None = None,
     session: boto3.session.Session | None = None,
+    checkout: str | os.PathLike[str] | None = None,
 ) -> LocalResources:
     """Create (or find) the template's queues, tables, KMS key and secrets on a local endpoint.
 
@@ -247,8 +279,16 @@ def provision(
     value unless one is given here.
     `endpoint_url` defaults to $AWS_ENDPOINT_URL; one of them is required, so this never creates
     anything in a real account by accident (a deployed stack comes from `sam deploy`).
+    `checkout`: where the functions' CodeUri and deploy/ are (default: the template's folder,
+    or the checkout's for a template passed as a dict).
     """
     document = dict(template) if isinstance(template, Mapping) else load_template(template)
+    if checkout is None:
+        checkout = (
+            find_template().parent
+            if isinstance(template, Mapping)
+            else find_template(template).parent
+        )
     endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL")
     if not endpoint:
         raise LocalTemplateError(
@@ -267,8 +307,26 @@ def provision(
         session=session or boto3.session.Session(),
         endpoint_url=endpoint,
         region=region_name or LOCAL_REGION,
+        checkout=Path(checkout),
     )
-    return provisioner.run()
+    resources = provisioner.run()
+    # From now on the functions of this process call AWS as these principals (a newer
+    # provision of the same template replaces them).
+    iam_guard.use(
+        resources.principals.values(),
+        endpoint_url=endpoint,
+        secret_arns={
+            resources.names[k]: arn
+            for k, arn in resources.refs.items()
+            if resources.types[k] == SECRET_TYPE
+        },
+        key_aliases={
+            resources.names[k]: resources.refs[k]
+            for k in resources.refs
+            if resources.types[k] == KEY_TYPE
+        },
+    )
+    return resources
 
 
 @dataclass
@@ -290,6 +348,7 @@ class _Provisioner:
         session: boto3.session.Session,
         endpoint_url: str,
         region: str,
+        checkout: Path,
     ) -> None:
         self._resources: Mapping[str, Any] = template["Resources"]
         self._conditions: Mapping[str, Any] = template.get("Conditions") or {}
@@ -308,6 +367,11 @@ class _Provisioner:
         self._created: dict[str, _Created] = {}
         self._in_progress: list[str] = []
         self._account_id: str | None = None
+        # While resolving role policies: resources that are not created locally resolve to the
+        # name and ARN they would have, so every statement keeps its resource.
+        self._policy_mode = False
+        self._policy_names: dict[str, str] = {}
+        self._checkout = checkout
 
     # -- entry point --------------------------------------------------------------------
 
@@ -320,6 +384,7 @@ class _Provisioner:
             for logical_id, resource in self._resources.items()
             if resource.get("Type") in FUNCTION_TYPES and self._included(logical_id)
         }
+        principals = self._principals(functions)
         created = self._created
         return LocalResources(
             prefix=self._prefix,
@@ -332,7 +397,96 @@ class _Provisioner:
             names=MappingProxyType({k: c.name for k, c in created.items()}),
             types=MappingProxyType({k: c.resource_type for k, c in created.items()}),
             functions=MappingProxyType(functions),
+            principals=MappingProxyType(principals),
+            policy_names=MappingProxyType(dict(self._policy_names)),
         )
+
+    # -- IAM ----------------------------------------------------------------------------
+
+    def _principals(self, functions: Mapping[str, LocalFunction]) -> dict[str, Principal]:
+        """Each function as its Role, and the shovel as deploy/ documents it."""
+        account, region = str(self._pseudo_parameter("AWS::AccountId")), self._region
+        found: dict[str, Principal] = {}
+        for logical_id, function in functions.items():
+            properties = self._resources[logical_id].get("Properties") or {}
+            role_reference = properties.get("Role")
+            if not (isinstance(role_reference, dict) and "Fn::GetAtt" in role_reference):
+                raise LocalTemplateError(
+                    f"{logical_id}: the local IAM guard needs Role: !GetAtt <Role>.Arn "
+                    "(a role of the template)"
+                )
+            target = role_reference["Fn::GetAtt"]
+            role = str(target.split(".", 1)[0] if isinstance(target, str) else target[0])
+            if self._resources.get(role, {}).get("Type") != ROLE_TYPE:
+                raise LocalTemplateError(f"{logical_id}: {role} is not an {ROLE_TYPE}")
+            self._policy_mode = True
+            try:
+                documents, _aws_managed = role_documents(role, self._resources, self._resolve)
+            finally:
+                self._policy_mode = False
+            # AWS managed policies (_aws_managed) only add grants: leaving them out fails closed.
+            try:
+                policy = Policy.parse(role, documents, self._resource_label)
+            except PolicyError as error:
+                raise LocalTemplateError(f"{role}: {error}") from error
+            code = (str((self._checkout / function.code_uri).resolve()),)
+            found[logical_id] = Principal(
+                name=logical_id,
+                policy_source=role,
+                arn=f"arn:aws:sts::{account}:assumed-role/{self._prefix}-{role}/{logical_id}",
+                account=account,
+                region=region,
+                policy=policy,
+                code=code,
+            )
+        if "IngestQueue" in self._created:
+            shovel = shovel_principal(
+                self._checkout,
+                {k: c.attributes["Arn"] for k, c in self._created.items() if "Arn" in c.attributes},
+                account,
+                region,
+            )
+            if shovel is not None:
+                found[shovel.name] = shovel
+        return found
+
+    def _resource_label(self, arn: str) -> str:
+        """A resource ARN as the grants report names it: by the logical id whose ARN it starts
+        with (`ClaimsTable/index/unmatched`), the same in every local stack."""
+        known_arns = {
+            logical_id: created.attributes.get("Arn")
+            or (created.ref if created.ref.startswith("arn:") else "")
+            for logical_id, created in self._created.items()
+        }
+        for logical_id, known in sorted(known_arns.items(), key=lambda item: -len(item[1])):
+            if known and arn.startswith(known):
+                return logical_id + arn[len(known) :]
+        return arn
+
+    def _policy_reference(self, logical_id: str, attribute: str | None) -> Any:
+        """A resource that is not created locally, as a role's policy names it: `!Ref` gives its
+        name, `!GetAtt X.Arn` the ARN it would have. Unknown kinds get a placeholder that no
+        request matches (their grants then allow nothing locally)."""
+        resource = self._resources[logical_id]
+        spec = _POLICY_NAMES.get(str(resource.get("Type")))
+        name = f"{self._prefix}-{logical_id}"
+        if spec is not None:
+            value: Any = resource.get("Properties") or {}
+            for key in spec[0]:
+                value = value.get(key) if isinstance(value, dict) else None
+            if value is not None:
+                name = _as_string(self._resolve(value))
+        self._policy_names[logical_id] = name
+        if attribute is None:
+            return name
+        if attribute == "Arn" and spec is not None and spec[1] is not None:
+            return spec[1].format(
+                partition="aws",
+                region=self._region,
+                account=self._pseudo_parameter("AWS::AccountId"),
+                name=name,
+            )
+        return f"unresolved:{logical_id}.{attribute}"
 
     # -- parameters and conditions ------------------------------------------------------
 
@@ -385,6 +539,8 @@ class _Provisioner:
             return pseudo
         if name in self._parameters:
             return self._parameters[name]
+        if self._policy_mode and self._not_created_locally(name):
+            return self._policy_reference(name, None)
         if self._embedded_locally(name):
             return _NO_VALUE
         return self._ensure(name).ref
@@ -393,6 +549,8 @@ class _Provisioner:
         if isinstance(argument, str):
             argument = argument.split(".", 1)
         logical_id, attribute = self._resolve(argument[0]), self._resolve(argument[1])
+        if self._policy_mode and self._not_created_locally(logical_id):
+            return self._policy_reference(logical_id, attribute)
         if self._embedded_locally(logical_id):
             return _NO_VALUE
         created = self._ensure(logical_id)
@@ -483,6 +641,12 @@ class _Provisioner:
     def _embedded_locally(self, logical_id: str) -> bool:
         resource = self._resources.get(logical_id)
         return resource is not None and resource.get("Type") in EMBEDDED_LOCALLY
+
+    def _not_created_locally(self, logical_id: str) -> bool:
+        resource = self._resources.get(logical_id)
+        return resource is not None and (
+            resource.get("Type") not in PROVISIONED_TYPES or not self._included(logical_id)
+        )
 
     def _client(self, service: str) -> Any:
         if service not in self._clients:

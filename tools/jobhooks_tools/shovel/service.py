@@ -112,11 +112,6 @@ class Shovel:
                     return False
         return True
 
-    def wait_for_failure(self, timeout: float | None = None) -> str | None:
-        """Blocks until a consumer hit a configuration error (or `timeout`); returns it."""
-        self._failed.wait(timeout)
-        return self.failure
-
     def abandon_in_flight(self) -> None:
         """Stops retrying SQS: what is unsent stays unacked and returns to the queue."""
         self._abandon.set()

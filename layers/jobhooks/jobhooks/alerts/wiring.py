@@ -10,7 +10,6 @@ from jobhooks.alerts.evaluator import AlertEvaluator
 from jobhooks.alerts.settings import AlertSettings
 from jobhooks.alerts.store import AlertRuleStore
 from jobhooks.analytics.engine import build_query_engine
-from jobhooks.analytics.pseudonymize import build_pseudonymizer
 from jobhooks.analytics.settings import AnalyticsSinkSettings
 from jobhooks.notifications.wiring import build_notifier
 from jobhooks.storage.clients import aws_client
@@ -33,7 +32,7 @@ def build_alert_evaluator(
         ),
         engine=build_query_engine(settings, session=session),
         notifier=build_notifier(settings, session=session, clock=clock),
-        pseudonymizer=build_pseudonymizer(pseudonyms, session=session),
+        pseudonymizer=pseudonyms.pseudonymizer(session=session),
         wait_seconds=settings.alert_query_wait_seconds,
         clock=clock,
     )

@@ -24,12 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 from jobhooks.analytics.exceptions import PseudonymizationKeyError, aws_error_code
-
-if TYPE_CHECKING:
-    from jobhooks.analytics.settings import AnalyticsSinkSettings
 
 PSEUDONYM_PREFIX: Final = "p1_"
 PSEUDONYMIZED_COLUMNS: Final = ("event_id", "account_id", "job_id")
@@ -93,21 +90,3 @@ class SecretKeyPseudonymizer:
         if not isinstance(text, str):
             raise PseudonymizationKeyError("the key's secret holds no secret string")
         return key_from_text(text)
-
-
-def build_pseudonymizer(
-    settings: AnalyticsSinkSettings, *, session: Any = None
-) -> Pseudonymizer | None:
-    """The pseudonymizer the settings ask for; None when ids are stored as they are.
-
-    The recorder pseudonymizes rows with it; the tenant portal pseudonymizes the session's
-    tenant id with it, to find that tenant's rows.
-    """
-    if settings.analytics_pseudonymization_secret_arn:
-        from jobhooks.storage.clients import SecretsManagerReader
-
-        provider = SecretsManagerReader(session)
-        return SecretKeyPseudonymizer(settings.analytics_pseudonymization_secret_arn, provider)
-    if settings.analytics_pseudonymization_key:
-        return StaticKeyPseudonymizer(settings.analytics_pseudonymization_key)
-    return None

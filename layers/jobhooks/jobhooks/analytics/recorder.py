@@ -13,10 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jobhooks.analytics.pseudonymize import (
-    Pseudonymizer,
-    build_pseudonymizer,
-)
+from jobhooks.analytics.pseudonymize import Pseudonymizer
 from jobhooks.analytics.row import AnalyticsRow, row_from_outcome
 from jobhooks.analytics.settings import AnalyticsSinkSettings
 from jobhooks.analytics.sink import AnalyticsSink
@@ -53,8 +50,4 @@ def build_analytics_recorder(
         sink = local_backend().sink(settings.analytics_dir)
     else:
         return None
-    return AnalyticsRecorder(sink, pseudonymizer=_pseudonymizer(settings, session))
-
-
-def _pseudonymizer(settings: AnalyticsSinkSettings, session: Any) -> Pseudonymizer | None:
-    return build_pseudonymizer(settings, session=session)
+    return AnalyticsRecorder(sink, pseudonymizer=settings.pseudonymizer(session=session))

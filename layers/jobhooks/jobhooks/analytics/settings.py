@@ -16,9 +16,16 @@ The ingest function's model gains `AnalyticsSinkSettings`, the management API's 
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field, ValidationInfo, field_validator
 
-from jobhooks.analytics.pseudonymize import MIN_KEY_CHARS
+from jobhooks.analytics.pseudonymize import (
+    MIN_KEY_CHARS,
+    Pseudonymizer,
+    SecretKeyPseudonymizer,
+    StaticKeyPseudonymizer,
+)
 from jobhooks.settings import Settings
 
 
@@ -35,15 +42,20 @@ class AnalyticsSinkSettings(Settings):
             raise ValueError(f"at least {MIN_KEY_CHARS} characters are needed")
         return value
 
-    @property
-    def analytics_enabled(self) -> bool:
-        return bool(self.analytics_stream or self.analytics_dir)
+    def pseudonymizer(self, *, session: Any = None) -> Pseudonymizer | None:
+        """The pseudonymizer these settings ask for; None when ids are stored as they are.
 
-    @property
-    def pseudonymization_enabled(self) -> bool:
-        return bool(
-            self.analytics_pseudonymization_secret_arn or self.analytics_pseudonymization_key
-        )
+        The recorder pseudonymizes rows with it; the tenant portal pseudonymizes the session's
+        tenant id with it, to find that tenant's rows.
+        """
+        if self.analytics_pseudonymization_secret_arn:
+            from jobhooks.storage.clients import SecretsManagerReader
+
+            provider = SecretsManagerReader(session)
+            return SecretKeyPseudonymizer(self.analytics_pseudonymization_secret_arn, provider)
+        if self.analytics_pseudonymization_key:
+            return StaticKeyPseudonymizer(self.analytics_pseudonymization_key)
+        return None
 
 
 class AnalyticsQuerySettings(Settings):

@@ -1,12 +1,21 @@
 """Delivery: getting one webhook from the bridge to the receiver's endpoint.
 
-Read in the order a delivery task flows (docs/delivery.md):
+Every attempt, first or later, is made and settled here. Read in the order a delivery flows
+(docs/delivery.md):
 
-    deliver         the use case: a task in, a signed POST out, every outcome recorded; and the
-                    one-off test send (`send_webhook_now`)
+    first_attempt   the first attempt of the deliveries of ingest's claimed events
+                    (`FirstAttemptStage.deliver_first`): POSTed concurrently, fairly across
+                    tenants, under one deadline; what is left to enqueue handed back to ingest
+    circuit_breaker an endpoint that failed or answered slower than the latency budget is
+                    left to the deliver function for a while
+    deliver         the deliver function's use case: a task from the delivery queue in, a signed
+                    POST out; and the one-off test send (`send_webhook_now`)
+    attempt         one attempt: the subscription's signing secrets read, the signed POST
+    settle          what an attempt comes to (succeeded; gone and disabled; retry scheduled;
+                    parked), the one step both callers above share, and its observers
     model, ports    what it works with (attempts, records, statuses, failure classes, results)
-                    and the small interfaces its log, subscriptions, HTTP client and metrics
-                    implement
+                    and the small interfaces its log, subscriptions, HTTP client, queues and
+                    metrics implement
     retry_schedule  when a failed delivery is tried again, and when the bridge gives up
     parking         the delivery DLQ: why a delivery is parked, and enqueueing a replay
     network_policy  which URLs and addresses the bridge may ever connect to (the SSRF rules,
@@ -14,7 +23,9 @@ Read in the order a delivery task flows (docs/delivery.md):
     http_client     the only code that opens outbound connections; it asks the policy first on
                     every attempt. `make_webhook_client` builds it for deliveries and test sends
     keepalive       the idle connections a warm client may reuse, and their bounds
-    attempt_log     the DynamoDB adapter of the attempt log (`DeliveriesTable`)
+    attempt_log, first_attempts, history, queues
+                    the DynamoDB adapters of the attempt log and of the first-attempt pages, the
+                    reads that join them, and the SQS adapters of the delivery queue and DLQ
     metrics, settings, exceptions, wiring
                     EMF metrics, the function's settings, the errors, and settings -> Deliverer
 """

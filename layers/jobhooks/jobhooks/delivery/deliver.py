@@ -9,12 +9,14 @@ For one task (`Deliverer.deliver_task`), in order:
    page says so), unless the task is a replay;
 3. the subscription is read (cached for a few seconds in a warm function); a deleted one, or one
    of another tenant, ends the delivery as `failed`; a disabled one parks it;
-4. the task's payload, byte for byte, is POSTed with Standard Webhooks headers signed by every
-   active secret, a fresh `webhook-timestamp` and the task's fixed `webhook-id`;
-5. 2xx: `succeeded`, acked. 410: the subscription is disabled, the delivery is `gone`, acked.
-   Anything else: `pending`, the message is hidden for the schedule's delay
-   (ChangeMessageVisibility) and reported as a batch item failure; after the last attempt the
-   delivery is `parked` in the delivery DLQ and acked.
+4. the attempt (`attempt`): the task's payload, byte for byte, POSTed with Standard Webhooks
+   headers signed by every active secret, a fresh `webhook-timestamp` and the task's fixed
+   `webhook-id`;
+5. the settle step (`settle`, shared with ingest's first attempts): 2xx: `succeeded`, acked.
+   410: the subscription is disabled, the delivery is `gone`, acked. Anything else: `pending`,
+   the message is hidden for the schedule's delay (ChangeMessageVisibility) and reported as a
+   batch item failure; after the last attempt the delivery is `parked` in the delivery DLQ and
+   acked.
 
 The attempt number is the message's ApproximateReceiveCount plus the attempts made before the
 task was enqueued (`attempts_made`: 1 when ingest's first attempt failed), so an invocation that
@@ -28,19 +30,20 @@ but its own record.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import logging
 import random
 import secrets as token_source
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from botocore.exceptions import ClientError
-
+from jobhooks.delivery.attempt import attempt_delivery, post_signed
+from jobhooks.delivery.fair_pool import FairPool
 from jobhooks.delivery.model import (
     DeliveryAttempt,
     DeliveryMessage,
@@ -53,20 +56,22 @@ from jobhooks.delivery.model import (
     failure_class_of,
     result_label,
 )
-from jobhooks.delivery.parking import ParkingSummary, ParkReason, park_delivery
+from jobhooks.delivery.parking import ParkingSummary, ParkReason
 from jobhooks.delivery.ports import (
+    DeadLetters,
     DeliveryLog,
     DeliveryMetrics,
     FirstAttemptRecords,
+    QueueMessages,
     SubscriptionDirectory,
     WebhookPoster,
 )
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule, UniformRandom
+from jobhooks.delivery.settle import Settlement, SettlementObserver, task_fields
 from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError
 from jobhooks.storage.times import utc_now
-from jobhooks.subscriptions.exceptions import SubscriptionError, SubscriptionNotFoundError
+from jobhooks.subscriptions.exceptions import SubscriptionNotFoundError
 from jobhooks.subscriptions.model import Subscription
-from jobhooks.webhook_signature import webhook_headers
 
 _log = logging.getLogger(__name__)
 
@@ -87,39 +92,52 @@ class Deliverer:
         attempt_log: DeliveryLog,
         subscriptions: SubscriptionDirectory,
         client: WebhookPoster,
-        sqs: Any,
-        delivery_queue_url: str,
-        delivery_dlq_url: str,
+        queue: QueueMessages,
+        dead_letters: DeadLetters,
         schedule: RetrySchedule = DEFAULT_SCHEDULE,
         concurrency: int = 10,
+        max_per_endpoint: int | None = None,
+        max_per_tenant: int | None = None,
         post_timeout_seconds: float = 15.0,
         subscription_cache_seconds: float = 0.0,
         metrics: DeliveryMetrics | None = None,
         first_attempts: FirstAttemptRecords | None = None,
+        observers: Sequence[SettlementObserver] = (),
         clock: Callable[[], datetime] = utc_now,
         random_source: UniformRandom = random.random,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         """`first_attempts`: the pages of ingest's first-attempt successes, read by the
         duplicate check (`deliver_task`); the deliver function's wiring always passes them.
-        Without them only the attempt log is read (benches and tests of the queue path)."""
+        Without them only the attempt log is read (benches and tests of the queue path).
+        `observers` hear of every settled attempt (`settle.SettlementObserver`).
+        `max_per_endpoint` / `max_per_tenant`: at most this many POSTs to one subscription (of
+        one tenant) at once, so one tenant's slow endpoints never take every worker; None: no
+        cap below `concurrency`."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._log = attempt_log
         self._subscriptions = subscriptions
         self._client = client
-        self._sqs = sqs
-        self._queue_url = delivery_queue_url
-        self._dlq_url = delivery_dlq_url
-        self._schedule = schedule
+        self._queue = queue
+        self._dead_letters = dead_letters
+        self.settlement = Settlement(
+            attempt_log=attempt_log,
+            subscriptions=subscriptions,
+            dead_letters=dead_letters,
+            schedule=schedule,
+            random_source=random_source,
+            observers=observers,
+        )
         self._post_timeout = post_timeout_seconds
         self._metrics = metrics
         self._first_attempts = first_attempts
         self._clock = clock
-        self._random = random_source
         self._monotonic = monotonic
         self._cache = _SubscriptionCache(subscription_cache_seconds, monotonic)
-        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="deliver")
+        self._pool = FairPool(concurrency, thread_name_prefix="deliver")
+        self._max_per_endpoint = max_per_endpoint
+        self._max_per_tenant = max_per_tenant
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -140,9 +158,15 @@ class Deliverer:
         futures: list[tuple[str, Future[DeliveryOutcome]]] = []
         for record in records:
             message = DeliveryMessage.from_record(record)
-            futures.append(
-                (message.message_id, self._pool.submit(self._deliver_in_time, message, deadline))
+            tenant, endpoint = _fair_share_keys(message)
+            future = self._pool.submit(
+                tenant,
+                endpoint,
+                functools.partial(self._deliver_in_time, message, deadline),
+                per_tenant=self._max_per_tenant,
+                per_endpoint=self._max_per_endpoint,
             )
+            futures.append((message.message_id, future))
         failures: list[dict[str, str]] = []
         outcomes: list[DeliveryOutcome] = []
         for message_id, future in futures:
@@ -191,9 +215,7 @@ class Deliverer:
         try:
             task = DeliveryTask.from_json(message.body)
         except InvalidDeliveryTaskError as error:
-            park_delivery(
-                self._sqs, self._dlq_url, message.body, ParkingSummary(ParkReason.INVALID_TASK, 0)
-            )
+            self._dead_letters.park(message.body, ParkingSummary(ParkReason.INVALID_TASK, 0))
             _log.error(
                 "parked a message that is not a delivery task",
                 extra={"message_id": message.message_id, "problem": str(error)},
@@ -202,12 +224,14 @@ class Deliverer:
 
         existing = self._log.find(task.delivery_id)
         if existing is not None and _already_delivered(existing, task, message):
-            _log.info("delivery already succeeded; not sending it again", extra=_fields(task))
+            _log.info("delivery already succeeded; not sending it again", extra=task_fields(task))
             return DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id)
         if existing is None and not task.replay and self._first_attempt_succeeded(task):
             # No record: its success is an entry of a page (ingest's first attempt), and a
             # re-fan-out of the event must not POST it again (docs/delivery.md).
-            _log.info("first attempt already succeeded; not sending it again", extra=_fields(task))
+            _log.info(
+                "first attempt already succeeded; not sending it again", extra=task_fields(task)
+            )
             return DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id)
 
         subscription = self._subscription(task.subscription_id)
@@ -215,20 +239,27 @@ class Deliverer:
             # Never POST across tenants; a deleted subscription has nowhere to deliver to.
             reason = "subscription_not_found" if subscription is None else "tenant_mismatch"
             (_log.warning if subscription is None else _log.error)(
-                "delivery dropped: %s", reason, extra=_fields(task)
+                "delivery dropped: %s", reason, extra=task_fields(task)
             )
             if not self._log.record_attempt(task, DeliveryStatus.FAILED, reason=reason):
                 return DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id)
             return DeliveryOutcome(DeliveryResult.DROPPED, task.delivery_id)
+        source = _QueuedAttempt(self._log, self._queue, message, existing)
         if not subscription.is_active:
-            return self._park(task, message, None, ParkReason.SUBSCRIPTION_DISABLED, existing)
+            return self.settlement.park(
+                task, None, ParkReason.SUBSCRIPTION_DISABLED, source, existing=existing
+            )
 
         # Attempts ingest made before enqueueing (its first attempt) count: the first receive
         # of such a task is attempt 2, and the schedule's end comes as many receives sooner.
-        attempt, retry_after = self._attempt(
-            task, subscription, message.receive_count + task.attempts_made
+        attempt, retry_after = attempt_delivery(
+            task,
+            subscription,
+            message.receive_count + task.attempts_made,
+            self._clock(),
+            subscriptions=self._subscriptions,
+            client=self._client,
         )
-        logged = len(existing.attempts) if existing is not None else 0
         failure = failure_class_of(attempt)
         # Successes at debug: one log line per delivery would cost about as much as its
         # DynamoDB write (docs/delivery.md, "Cost"); the attempt log and metrics have them.
@@ -237,118 +268,22 @@ class Deliverer:
             "delivery attempt %s",
             result_label(attempt),
             extra={
-                **_fields(task),
+                **task_fields(task),
                 "attempt": attempt.n,
                 "status_code": attempt.status_code,
                 "error": attempt.error,
                 "latency_ms": attempt.latency_ms,
             },
         )
-
-        if failure is None:
-            if not self._log.record_attempt(
-                task,
-                DeliveryStatus.SUCCEEDED,
-                attempt,
-                message_id=message.message_id,
-                logged_attempts=logged,
-            ):
-                self._log.append_attempt(task, attempt)  # a duplicate task succeeded first
-            return DeliveryOutcome(DeliveryResult.SUCCEEDED, task.delivery_id, attempt)
-
-        if failure is FailureClass.HTTP_410:
-            # Deleted meanwhile: nothing left to disable, the delivery is gone all the same.
-            with contextlib.suppress(SubscriptionNotFoundError):
-                self._subscriptions.disable(
-                    task.subscription_id,
-                    f"the endpoint answered 410 Gone to delivery {task.delivery_id} "
-                    f"at {attempt.at.isoformat()}",
-                )
+        outcome = self.settlement.settle(task, attempt, source, retry_after=retry_after)
+        if outcome.result is DeliveryResult.GONE:
             self._cache.forget(task.subscription_id)
-            _log.warning("receiver answered 410 Gone; subscription disabled", extra=_fields(task))
-            self._log.record_attempt(
-                task, DeliveryStatus.GONE, attempt, reason="gone", logged_attempts=logged
-            )
-            return DeliveryOutcome(DeliveryResult.GONE, task.delivery_id, attempt, failure)
-
-        if self._schedule.is_last(attempt.n):
-            return self._park(task, message, attempt, ParkReason.ATTEMPTS_EXHAUSTED, existing)
-
-        delay = self._schedule.delay_after(attempt.n, retry_after=retry_after, random=self._random)
-        if not self._log.record_attempt(
-            task, DeliveryStatus.PENDING, attempt, logged_attempts=logged
-        ):
-            return DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id, attempt, failure)
-        self._hide(message, delay, task)
-        return DeliveryOutcome(
-            DeliveryResult.RETRY_SCHEDULED, task.delivery_id, attempt, failure, delay
-        )
+        return outcome
 
     def _first_attempt_succeeded(self, task: DeliveryTask) -> bool:
         if self._first_attempts is None:
             return False
         return self._first_attempts.find(task.event_id, task.subscription_id) is not None
-
-    def _attempt(
-        self, task: DeliveryTask, subscription: Subscription, n: int
-    ) -> tuple[DeliveryAttempt, int | None]:
-        now = self._clock()
-        try:
-            signing_secrets = self._subscriptions.signing_secrets(subscription, now)
-        except SubscriptionError as error:
-            _log.error(
-                "cannot read the subscription's signing secrets: %s",
-                error.code,
-                extra=_fields(task),
-            )
-            signing_secrets = []
-        if not signing_secrets:
-            return DeliveryAttempt(n=n, at=now, error=FailureClass.SIGNING_ERROR.value), None
-        return post_signed(
-            self._client, subscription.url, task.webhook_id, task.payload, signing_secrets, n, now
-        )
-
-    def _park(
-        self,
-        task: DeliveryTask,
-        message: DeliveryMessage,
-        attempt: DeliveryAttempt | None,
-        reason: ParkReason,
-        existing: DeliveryRecord | None,
-    ) -> DeliveryOutcome:
-        # Recorded first: the condition refuses to park a delivery a duplicate already made.
-        logged = len(existing.attempts) if existing is not None else 0
-        if not self._log.record_attempt(
-            task, DeliveryStatus.PARKED, attempt, reason=reason.value, logged_attempts=logged
-        ):
-            return DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id, attempt)
-        last = attempt or (existing.last_attempt if existing is not None else None)
-        attempts = attempt.n if attempt is not None else existing.attempt_count if existing else 0
-        park_delivery(
-            self._sqs,
-            self._dlq_url,
-            message.body,
-            ParkingSummary(reason, attempts, result_label(last) if last else None),
-        )
-        _log.warning("delivery parked: %s", reason.value, extra=_fields(task))
-        failure = failure_class_of(attempt) if attempt is not None else None
-        return DeliveryOutcome(DeliveryResult.PARKED, task.delivery_id, attempt, failure)
-
-    def _hide(self, message: DeliveryMessage, delay: int, task: DeliveryTask) -> None:
-        try:
-            self._sqs.change_message_visibility(
-                QueueUrl=self._queue_url,
-                ReceiptHandle=message.receipt_handle,
-                VisibilityTimeout=delay,
-            )
-        except ClientError as error:
-            # The message still comes back, after the visibility already in effect (the queue's
-            # 6 minutes): sooner than planned, never lost.
-            _log.warning(
-                "could not delay the next attempt: %s",
-                error.response.get("Error", {}).get("Code", "unknown"),
-                extra=_fields(task),
-            )
 
     def _subscription(self, subscription_id: str) -> Subscription | None:
         cached = self._cache.get(subscription_id)
@@ -363,35 +298,6 @@ class Deliverer:
 
 
 # -- sending one webhook -------------------------------------------------------------------------
-
-
-def post_signed(
-    client: WebhookPoster,
-    url: str,
-    webhook_id: str,
-    payload: str,
-    signing_secrets: Sequence[str],
-    n: int,
-    now: datetime,
-    *,
-    timeout: float | None = None,
-) -> tuple[DeliveryAttempt, int | None]:
-    """POST `payload` signed with every secret; the attempt and the receiver's Retry-After.
-
-    `timeout` shortens the client's total timeout for this POST (ingest's first attempts).
-    """
-    body = payload.encode("utf-8")
-    headers = webhook_headers(webhook_id, int(now.timestamp()), body, signing_secrets)
-    result = client.post(url, body, headers, timeout=timeout)
-    attempt = DeliveryAttempt(
-        n=n,
-        at=now,
-        status_code=result.status_code,
-        error=result.error.value if result.error is not None else None,
-        latency_ms=result.latency_ms,
-        response=result.response_excerpt,
-    )
-    return attempt, result.retry_after_seconds
 
 
 def send_webhook_now(
@@ -426,6 +332,47 @@ def send_webhook_now(
 # -- internals -----------------------------------------------------------------------------------
 
 
+@dataclass
+class _QueuedAttempt:
+    """An attempt of a delivery-queue message (`settle.AttemptSource`): a success is its
+    record's, the next try the same message hidden for the delay."""
+
+    log: DeliveryLog
+    queue: QueueMessages
+    message: DeliveryMessage
+    existing: DeliveryRecord | None
+
+    @property
+    def logged_attempts(self) -> int:
+        return len(self.existing.attempts) if self.existing is not None else 0
+
+    def record_success(self, task: DeliveryTask, attempt: DeliveryAttempt) -> None:
+        if not self.log.record_attempt(
+            task,
+            DeliveryStatus.SUCCEEDED,
+            attempt,
+            message_id=self.message.message_id,
+            logged_attempts=self.logged_attempts,
+        ):
+            self.log.append_attempt(task, attempt)  # a duplicate task succeeded first
+
+    def retry_later(self, task: DeliveryTask, delay_seconds: int) -> int:
+        self.queue.hide(self.message.receipt_handle, delay_seconds)
+        return delay_seconds
+
+    def parked_body(self, task: DeliveryTask) -> str:
+        return self.message.body  # the task as it arrived: a redrive delivers it again
+
+
+def _fair_share_keys(message: DeliveryMessage) -> tuple[str, str]:
+    """The tenant and the endpoint (subscription) a record's POST counts against."""
+    try:
+        task = DeliveryTask.from_json(message.body)
+    except InvalidDeliveryTaskError:
+        return "", ""  # parked without a POST
+    return task.tenant_id, task.subscription_id
+
+
 def _already_delivered(
     existing: DeliveryRecord, task: DeliveryTask, message: DeliveryMessage
 ) -> bool:
@@ -433,16 +380,6 @@ def _already_delivered(
         return False
     # A replay is POSTed once more; the same replay message handed back by SQS is not.
     return not task.replay or existing.succeeded_message_id == message.message_id
-
-
-def _fields(task: DeliveryTask) -> dict[str, str]:
-    # Ids only: the URL may carry a token, and the payload is the customer's data.
-    return {
-        "delivery_id": task.delivery_id,
-        "event_id": task.event_id,
-        "subscription_id": task.subscription_id,
-        "tenant_id": task.tenant_id,
-    }
 
 
 class _SubscriptionCache:

@@ -1,7 +1,7 @@
 """First-attempt successes, kept by page: one `FirstAttemptsTable` item per (subscription, batch).
 
 Cost shapes this module (docs/cost.md). Ingest makes the first attempt of every delivery itself
-(`jobhooks.ingest.first_attempt`), and nearly all of them succeed. A record of its own per
+(`jobhooks.delivery.first_attempt`), and nearly all of them succeed. A record of its own per
 delivery, as the attempt log keeps, costs a write unit for the item and another for its
 `by_subscription` index entry: two thirds of the bill. Here the successes of one ingest
 invocation for one subscription share one item, keyed by the subscription (the partition, so a

@@ -1,6 +1,6 @@
 """A delivery's history, wherever it is kept: in a first-attempt page or in the attempt log.
 
-Ingest makes the first attempt of every delivery (`jobhooks.ingest.first_attempt`). One that
+Ingest makes the first attempt of every delivery (`jobhooks.delivery.first_attempt`). One that
 succeeded has no attempt-log record: it is an entry in the page of its subscription and its
 ingest batch (`first_attempts`). Every other delivery (a failed first attempt and its retries,
 a replay, a delivery made before first attempts) is a record of the attempt log
@@ -41,20 +41,18 @@ import heapq
 import itertools
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 from jobhooks.delivery.attempt_log import BY_SUBSCRIPTION_INDEX, MAX_BATCH_GET_KEYS, AttemptLog
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.delivery.first_attempts import FirstAttemptLog, StoredPage, batch_time
 from jobhooks.delivery.model import DeliveryPage, DeliveryRecord
 from jobhooks.delivery_task import delivery_id_for, legacy_delivery_id_for, parse_delivery_id
+from jobhooks.storage.claim_reader import ClaimedEvent
 from jobhooks.storage.cursors import decode_cursor, encode_cursor
 from jobhooks.storage.exceptions import InvalidCursorError
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
 from jobhooks.storage.times import format_time, parse_time, to_stored_precision
-
-if TYPE_CHECKING:
-    from jobhooks.ingest.model import EventRecord
 
 # The listing an event's cursors name (once an index's name; cursors stay valid across it).
 BY_EVENT_LISTING: Final = "by_event"
@@ -68,9 +66,10 @@ Place = tuple[datetime, str]
 
 
 class ClaimReader(Protocol):
-    """Reads an event's claim (`jobhooks.ingest.claims.ClaimStore`): its batch, its tenant."""
+    """Reads an event's claim (`jobhooks.storage.claim_reader.ClaimReader`): its batch, its
+    fan-out."""
 
-    def get(self, event_id: str) -> EventRecord | None: ...
+    def get(self, event_id: str) -> ClaimedEvent | None: ...
 
 
 class PageReader(Protocol):
@@ -300,9 +299,9 @@ class _Reads:
 class _CachedClaims:
     def __init__(self, claims: ClaimReader) -> None:
         self._claims = claims
-        self._claim_of: dict[str, EventRecord | None] = {}
+        self._claim_of: dict[str, ClaimedEvent | None] = {}
 
-    def get(self, event_id: str) -> EventRecord | None:
+    def get(self, event_id: str) -> ClaimedEvent | None:
         if event_id not in self._claim_of:
             self._claim_of[event_id] = self._claims.get(event_id)
         return self._claim_of[event_id]

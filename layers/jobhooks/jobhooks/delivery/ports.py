@@ -3,7 +3,8 @@ interfaces.
 
 They speak the model's types (`model`), never an adapter's: `attempt_log.AttemptLog`,
 `history.FirstAttemptSuccesses`, the subscription store, `http_client.WebhookClient` and
-`metrics.PowertoolsDeliveryMetrics` implement them; tests may pass in-memory fakes.
+`metrics.PowertoolsDeliveryMetrics`, `queues.DeliveryQueueMessages` and `queues.DeliveryDlq`
+implement them; tests may pass in-memory fakes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from jobhooks.delivery.model import (
     DeliveryStatus,
     PostResult,
 )
+from jobhooks.delivery.parking import ParkingSummary
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.subscriptions.model import Subscription
 
@@ -76,3 +78,17 @@ class DeliveryMetrics(Protocol):
     """Called once per batch, on the invoking thread, with every outcome of the batch."""
 
     def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> None: ...
+
+
+class QueueMessages(Protocol):
+    """The delivery queue as the deliver function consumes it (`queues.DeliveryQueueMessages`)."""
+
+    def hide(self, receipt_handle: str, seconds: int) -> None:
+        """Bring the message back after `seconds`; best effort (it comes back anyway)."""
+
+
+class DeadLetters(Protocol):
+    """The delivery DLQ (`queues.DeliveryDlq`)."""
+
+    def park(self, body: str, summary: ParkingSummary) -> str:
+        """Send `body` with why it is parked; the new message's id."""

@@ -17,7 +17,7 @@ from jobhooks.settings import Settings
 
 class WebhookPostSettings(Settings):
     """How webhooks are POSTed, retried and recorded: the deliver function's settings that
-    ingest shares for the first attempts it makes (`jobhooks.ingest.first_attempt`)."""
+    ingest shares for the first attempts it makes (`jobhooks.delivery.first_attempt`)."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", arbitrary_types_allowed=True)
 
@@ -54,3 +54,8 @@ class DeliverSettings(WebhookPostSettings):
     # How long a warm function reuses a subscription it read: saves one read per delivery. A
     # disable or a secret rotation made elsewhere is seen this much later (0 turns it off).
     subscription_cache_seconds: float = Field(30, ge=0, le=300)
+    # At most this many POSTs at once to one endpoint, and to one tenant's endpoints, of the
+    # function's `delivery_concurrency`: a tenant's slow endpoints never hold every worker; a
+    # record over its cap waits for its own tenant's POSTs, holding no worker.
+    delivery_max_per_endpoint: int = Field(4, ge=1, le=100)
+    delivery_max_per_tenant: int = Field(5, ge=1, le=100)

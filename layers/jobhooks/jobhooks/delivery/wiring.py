@@ -6,20 +6,17 @@ The clients are made on their first call (`jobhooks.storage.clients`), so buildi
 
 from __future__ import annotations
 
-from typing import Final
-
 from jobhooks.delivery.attempt_log import AttemptLog
 from jobhooks.delivery.deliver import Deliverer
 from jobhooks.delivery.first_attempts import FirstAttemptLog
 from jobhooks.delivery.history import FirstAttemptSuccesses
 from jobhooks.delivery.http_client import make_webhook_client
 from jobhooks.delivery.ports import DeliveryMetrics
+from jobhooks.delivery.queues import DeliveryDlq, DeliveryQueueMessages
 from jobhooks.delivery.settings import DeliverSettings
-from jobhooks.ingest.claims import ClaimStore
+from jobhooks.storage.claim_reader import ClaimReader
 from jobhooks.storage.clients import aws_client
 from jobhooks.subscriptions.store import SubscriptionStore
-
-_SECONDS_PER_DAY: Final = 86_400
 
 
 def build_deliverer(
@@ -29,6 +26,7 @@ def build_deliverer(
     # Every worker thread may hold a connection at once.
     pool = settings.delivery_concurrency + 4
     dynamodb = aws_client("dynamodb", max_pool_connections=pool)
+    sqs = aws_client("sqs", max_pool_connections=pool)
     return Deliverer(
         attempt_log=AttemptLog(
             settings.deliveries_table, dynamodb, retention_days=settings.attempt_log_days
@@ -42,21 +40,17 @@ def build_deliverer(
             # A batch POSTs to one receiver from every worker at once: keep what they opened.
             keep_alive_per_receiver=settings.delivery_concurrency,
         ),
-        sqs=aws_client("sqs", max_pool_connections=pool),
-        delivery_queue_url=settings.delivery_queue_url,
-        delivery_dlq_url=settings.delivery_dlq_url,
+        queue=DeliveryQueueMessages(sqs, settings.delivery_queue_url),
+        dead_letters=DeliveryDlq(sqs, settings.delivery_dlq_url),
         schedule=settings.retry_schedule,
         concurrency=settings.delivery_concurrency,
+        max_per_endpoint=settings.delivery_max_per_endpoint,
+        max_per_tenant=settings.delivery_max_per_tenant,
         post_timeout_seconds=settings.delivery_timeout_seconds,
         subscription_cache_seconds=settings.subscription_cache_seconds,
         metrics=metrics,
         first_attempts=FirstAttemptSuccesses(
-            # Read only: the retention is that of claims this function never writes.
-            ClaimStore(
-                settings.claims_table,
-                dynamodb,
-                retention_seconds=settings.attempt_log_days * _SECONDS_PER_DAY,
-            ),
+            ClaimReader(settings.claims_table, dynamodb),
             FirstAttemptLog(
                 settings.first_attempts_table, dynamodb, retention_days=settings.attempt_log_days
             ),

@@ -1,4 +1,4 @@
-"""The bridge's freshness rule (DESIGN.md, "Freshness and replay").
+"""The bridge's freshness rule (README, "Freshness and replay").
 
 `t` is stamped when the producer's outbox relays a message, so a backlog (shovel down, broker
 outage) legitimately ages it. The producer's own 5-minute window would turn such a backlog into

@@ -5,13 +5,16 @@ Read in the order a record flows (docs/ingest.md describes the behaviour):
     batch           an SQS event of the ingest queue in, the partial batch response out
     inbound         one message as the use case receives it (an SQS record, or a replay)
     service         the use case, `IngestService` (`ingest_record`, and for the management API
-                    `refan_out`, `reingest`), speaking only to its ports
+                    `refan_out`, `reingest`), speaking only to its ports; it hands its claimed
+                    events' deliveries to the delivery package's first-attempt stage
+                    (`jobhooks.delivery.first_attempt`) and enqueues what that gives back
     model, ports    what it works with (claims, records, quarantined messages, results) and
-                    the small interfaces its stores and queues implement
+                    the small interfaces its stores, queues and first-attempt stage implement
     claims, quarantine, fan_out, busy_records
                     the DynamoDB and SQS adapters: the lease-carrying claim on a `ce-id`, the
                     kept rejects, one delivery task per matching subscription, early retries
     fetcher_keys, claim_retention, telemetry, settings, exceptions
                     the rules beside it
-    wiring          settings in, the service over AWS clients out (`ingest_service()`)
+    wiring          settings in, the service over AWS clients out (`ingest_service()`), and the
+                    first-attempt stage built on the first batch that needs it
 """

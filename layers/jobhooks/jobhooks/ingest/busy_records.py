@@ -3,7 +3,7 @@
 Copies of one event race each other all the time (the producer's outbox relay and its repairer
 re-emit every 30 s until a publish is recorded). The copy that loses the claim must be retried,
 not acked: the winner may still die. Left to SQS, it would come back only after the ingest
-queue's visibility timeout (six times the function timeout, 180 s); the winner's lease usually
+queue's visibility timeout (six times the function timeout, 240 s); the winner's lease usually
 ends within seconds, so the record is made visible again just after it.
 """
 

@@ -51,6 +51,7 @@ from jobhooks.ingest.model import (
     FanOutPlan,
     TakeOver,
 )
+from jobhooks.storage.claim_reader import batch_key, is_batch_key, subscription_ids_of
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
@@ -68,17 +69,6 @@ if TYPE_CHECKING:
     from jobhooks.inbound.event import JobEvent
 
 UNMATCHED_INDEX: Final = "unmatched"
-# A completion record's key; no verified ce-id has this form (`fetcher.job.<status>.<job id>`).
-BATCH_KEY_PREFIX: Final = "batch#"
-
-
-def batch_key(batch_id: str) -> str:
-    return f"{BATCH_KEY_PREFIX}{batch_id}"
-
-
-def is_batch_key(event_id: str) -> bool:
-    return event_id.startswith(BATCH_KEY_PREFIX)
-
 
 # `state` is a DynamoDB reserved word.
 _NAMES: Final = {"#state": "state"}
@@ -438,7 +428,7 @@ def _record_from_item(item: dict[str, Any]) -> EventRecord:
         matched=_n(item, "matched"),
         payload=_payload(item),
         unmatched="unmatched_tenant" in item,
-        subscription_ids=_subscription_ids(item),
+        subscription_ids=subscription_ids_of(item),
         batch_id=_s(item, "batch_id"),
     )
 
@@ -472,18 +462,6 @@ def _payload(item: dict[str, Any]) -> str | None:
         return zlib.decompress(value["B"]).decode("utf-8")
     # Claims completed before the payload was compressed, until the dedup retention ends.
     return str(value["S"]) if "S" in value else None
-
-
-def _subscription_ids(item: dict[str, Any]) -> tuple[str, ...] | None:
-    value = item.get("subscription_ids")
-    if value and "SS" in value:
-        return tuple(sorted(value["SS"]))
-    if "batch_id" in item and _n(item, "matched") == 0:
-        return ()  # a claim records its fan-out when it is made
-    if item.get("state", {}).get("S") == ClaimState.DONE.value and _n(item, "matched") == 0:
-        return ()
-    # In progress, or completed before the claim recorded its subscriptions.
-    return None
 
 
 def _s(item: dict[str, Any], name: str) -> str | None:

@@ -1,6 +1,6 @@
 """One message as the ingest use case receives it: an SQS record, or a quarantined one replayed.
 
-The receipt clock is SQS's `SentTimestamp` (DESIGN.md, "Freshness and replay"): when the shovel
+The receipt clock is SQS's `SentTimestamp` (README, "Freshness and replay"): when the shovel
 handed the message to SQS, not when a possibly much later invocation got to it.
 """
 

@@ -1,10 +1,11 @@
 """What the ingest use case needs from storage and queues, as small interfaces.
 
 They speak the model's types (`model`), never an adapter's: `claims.ClaimStore`,
-`quarantine.QuarantineStore`, `fan_out.DeliveryQueue`, the subscription store and the
-first-attempt pages (`jobhooks.delivery.first_attempts`) are the DynamoDB and SQS adapters,
-`jobhooks.analytics.recorder.AnalyticsRecorder` writes the analytics rows; tests may pass
-in-memory fakes.
+`quarantine.QuarantineStore`, `fan_out.DeliveryQueue`, `busy_records.BusyRecords` and the
+subscription store are the DynamoDB and SQS adapters,
+`jobhooks.analytics.recorder.AnalyticsRecorder` writes the analytics rows, and the delivery
+package's first-attempt stage (`jobhooks.delivery.first_attempt.FirstAttemptStage`) makes the
+first attempts; tests may pass in-memory fakes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from jobhooks.delivery.first_attempts import FirstAttemptPage
+from jobhooks.delivery.first_attempt import EventDeliveries, FirstAttemptReport
 from jobhooks.delivery_task import QueuedTask
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.outcome import Outcome
@@ -78,11 +79,19 @@ class DeliveryTasks(Protocol):
         """Send several events' tasks together; the error of each event not fully accepted."""
 
 
-class FirstAttemptPages(Protocol):
-    """Where first-attempt successes are kept (`first_attempts.FirstAttemptLog`)."""
+class FirstAttempts(Protocol):
+    """Makes the first attempt of the claimed events' deliveries and settles each (records,
+    pages, a 410's disable); says, per event, what is left to enqueue."""
 
-    def write(self, pages: Sequence[FirstAttemptPage]) -> None:
-        """Put every page; raises when some were not written."""
+    def deliver_first(
+        self, events: Sequence[EventDeliveries], *, remaining_ms: int | None = None
+    ) -> FirstAttemptReport: ...
+
+
+class BusyRecordRetry(Protocol):
+    """Brings back a record whose claim is busy when the claim's lease ends (best effort)."""
+
+    def retry_after_lease(self, receipt_handle: str, lease_until_ms: int) -> int | None: ...
 
 
 class OutcomeRecorder(Protocol):

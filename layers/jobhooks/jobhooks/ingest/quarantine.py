@@ -1,7 +1,7 @@
 """Quarantine (`QuarantineTable`): every rejected message, kept with its reason and replayable.
 
 A rejected message is acknowledged only after it was written here, so nothing invalid is retried
-forever and nothing is dropped unseen (DESIGN.md, guarantee 3). The id is derived from the SQS
+forever and nothing is dropped unseen (README, guarantee 3). The id is derived from the SQS
 message id and its SentTimestamp, so a retry of the same delivery (say the write succeeded but
 the acknowledgement did not) finds its record instead of adding a second one, while a replay,
 which gets a new receipt time, gets a new record.

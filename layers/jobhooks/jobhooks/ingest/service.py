@@ -9,11 +9,10 @@ flows:
    `ce-id` with a lease (`claims`), the claim carrying that fan-out and the id of the
    invocation's completion record; a duplicate of a done event is acknowledged with no side
    effect, one still in progress elsewhere is retried later;
-3. with first attempts on (`first_attempts`, the ingest function's wiring), POST every task of
-   the claimed events now, concurrently, under one deadline (`first_attempt`); then record what
-   did not succeed: a failed attempt's record (attempt 1, pending), a 410's (the subscription
-   disabled, `gone`), and write the successes into one page per subscription and batch
-   (`jobhooks.delivery.first_attempts`);
+3. with first attempts on (the ingest function's wiring), hand every claimed event's tasks to
+   the delivery package's first-attempt stage (`jobhooks.delivery.first_attempt`), which POSTs
+   them now and settles each (records, pages, a 410's disable) and gives back, per event, the
+   tasks still to enqueue;
 4. enqueue the delivery tasks still to deliver (all of them without first attempts) of every
    claimed event together (`fan_out`: 10 a call): a failed first attempt's task with
    `attempts_made=1`, hidden until the retry schedule's attempt 2;
@@ -37,28 +36,20 @@ its service has no first attempts: every task goes through the delivery queue.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 from jobhooks.analytics.exceptions import AnalyticsError
-from jobhooks.delivery.first_attempts import FirstAttempt, FirstAttemptPage, new_batch_id
-from jobhooks.delivery.model import (
-    DeliveryOutcome,
-    DeliveryResult,
-    DeliveryStatus,
-    result_label,
-)
-from jobhooks.delivery.parking import ParkingSummary, ParkReason, park_delivery
-from jobhooks.delivery.ports import DeliveryLog, SubscriptionDirectory
-from jobhooks.delivery_task import DelayedTask, DeliveryTask, QueuedTask
+from jobhooks.delivery.first_attempt import EventDeliveries
+from jobhooks.delivery.first_attempts import new_batch_id
+from jobhooks.delivery.model import DeliveryOutcome
+from jobhooks.delivery_task import DeliveryTask, QueuedTask
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.inbound.outcome import Outcome, to_webhook, webhook_json
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
-from jobhooks.ingest.busy_records import BusyRecords
 from jobhooks.ingest.exceptions import (
     ClaimInProgressError,
     ClaimLostError,
@@ -67,28 +58,22 @@ from jobhooks.ingest.exceptions import (
 )
 from jobhooks.ingest.fan_out import delivery_tasks_for, job_name_of
 from jobhooks.ingest.fetcher_keys import FetcherKeySource
-from jobhooks.ingest.first_attempt import (
-    FirstAttemptBatch,
-    FirstAttemptDispatcher,
-    FirstAttemptOutcome,
-    FirstAttemptResult,
-)
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.model import (
     MAX_EVENTS_PER_BATCH_RECORD,
     Claim,
     Duplicate,
     EventPage,
-    EventRecord,
     FanOutPlan,
     FanOutResult,
     IngestOutcome,
     IngestResult,
 )
 from jobhooks.ingest.ports import (
+    BusyRecordRetry,
     DeliveryTasks,
     EventClaims,
-    FirstAttemptPages,
+    FirstAttempts,
     OutcomeRecorder,
     Quarantine,
     SubscriptionMatcher,
@@ -96,7 +81,6 @@ from jobhooks.ingest.ports import (
 from jobhooks.ingest.telemetry import IngestTelemetry
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 from jobhooks.storage.times import utc_now
-from jobhooks.subscriptions.exceptions import SubscriptionNotFoundError
 from jobhooks.subscriptions.model import Subscription
 
 DEFAULT_MAX_LEASE_MS: Final = 120_000
@@ -116,23 +100,6 @@ class _Claimed:
     @property
     def event_id(self) -> str:
         return self.claim.event_id
-
-
-@dataclass(frozen=True, slots=True)
-class FirstAttempts:
-    """What ingest needs to make first attempts: the dispatcher that POSTs, and the stores that
-    keep what came of them (docs/delivery.md, "The first attempt")."""
-
-    dispatcher: FirstAttemptDispatcher
-    pages: FirstAttemptPages
-    """`FirstAttemptLog`: the successes, one page per (subscription, batch)."""
-    attempt_log: DeliveryLog
-    """`AttemptLog`: the record of a delivery whose first attempt did not succeed."""
-    subscriptions: SubscriptionDirectory
-    """Disables a subscription whose receiver answered 410 (and reads signing secrets)."""
-    sqs: Any
-    delivery_dlq_url: str
-    """Where a failed first attempt is parked when the retry schedule has one attempt only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +124,7 @@ class IngestService:
         max_lease_ms: int = DEFAULT_MAX_LEASE_MS,
         telemetry: IngestTelemetry | None = None,
         clock: Callable[[], datetime] = utc_now,
-        busy_records: BusyRecords | None = None,
+        busy_records: BusyRecordRetry | None = None,
         analytics: OutcomeRecorder | None = None,
         first_attempts: FirstAttempts | Callable[[], FirstAttempts] | None = None,
     ) -> None:
@@ -188,7 +155,7 @@ class IngestService:
 
     @property
     def first_attempts(self) -> FirstAttempts | None:
-        if self._first_attempts is not None and not isinstance(self._first_attempts, FirstAttempts):
+        if callable(self._first_attempts):
             self._first_attempts = self._first_attempts()
         return self._first_attempts
 
@@ -264,7 +231,7 @@ class IngestService:
         remaining_ms: int | None,
         allow_stale: bool,
         subscriptions: SubscriptionMatcher,
-    ) -> tuple[list[IngestResult | Exception], FirstAttemptBatch | None]:
+    ) -> tuple[list[IngestResult | Exception], Sequence[DeliveryOutcome] | None]:
         results: list[IngestResult | Exception | _Claimed | _Copy] = []
         claimed_here: dict[str, _Claimed] = {}
         # Time first: a claim's batch id is also the sort key of its first-attempt pages.
@@ -288,16 +255,7 @@ class IngestService:
                 claimed_here[claimed_or_not.event_id] = claimed_or_not
             results.append(claimed_or_not)
         claimed = list(claimed_here.values())
-        first = self._attempt_first(claimed, remaining_ms)
-        by_event: dict[str, list[FirstAttemptOutcome]] = {}
-        for outcome in first.outcomes if first is not None else ():
-            by_event.setdefault(outcome.task.event_id, []).append(outcome)
-        failed = self._record_first_attempts(claimed, by_event)
-        to_enqueue = {
-            c.event_id: self._still_to_deliver(c, by_event)
-            for c in claimed
-            if c.event_id not in failed
-        }
+        to_enqueue, failed, first = self._deliver_first(claimed, remaining_ms)
         failed.update(self._fan_out(to_enqueue))
         failed.update(self._record_outcomes([c for c in claimed if c.event_id not in failed]))
         completed: dict[str, IngestResult | Exception] = {}
@@ -397,124 +355,28 @@ class IngestService:
 
     # -- first attempts --------------------------------------------------------------------
 
-    def _attempt_first(
+    def _deliver_first(
         self, claimed: Sequence[_Claimed], remaining_ms: int | None
-    ) -> FirstAttemptBatch | None:
-        """POST every claimed event's tasks now (none without first attempts)."""
-        if self.first_attempts is None:
-            return None
-        deliveries = [pair for c in claimed for pair in zip(c.tasks, c.subscriptions, strict=True)]
-        if not deliveries:
-            return None
-        batch = self.first_attempts.dispatcher.attempt(deliveries, remaining_ms=remaining_ms)
-        self.telemetry.first_attempts_made([delivery_outcome_of(o) for o in batch.outcomes])
-        return batch
-
-    def _record_first_attempts(
-        self, claimed: Sequence[_Claimed], by_event: Mapping[str, Sequence[FirstAttemptOutcome]]
-    ) -> dict[str, Exception]:
-        """Write what the first attempts came to; the events whose writes failed (to retry).
-
-        Records first (a failed attempt's, a gone one's, a parked one's), then the successes'
-        pages: one per subscription and claim batch, so one write covers ten events or more.
-        """
-        stage = self.first_attempts
-        if stage is None or not by_event:
-            return {}
-        failed: dict[str, Exception] = {}
-        pages: dict[tuple[str, str], list[tuple[str, FirstAttempt]]] = {}
-        for c in claimed:
-            try:
-                for outcome in by_event.get(c.event_id, ()):
-                    if outcome.result is FirstAttemptResult.SUCCEEDED:
-                        pages.setdefault(
-                            (outcome.task.subscription_id, c.plan.batch_id), []
-                        ).append((c.event_id, _success(outcome)))
-                    else:
-                        self._record_unsuccessful(stage, outcome)
-            except Exception as error:
-                failed[c.event_id] = error
-        # An event that already failed retries, and its retry pages its successes anew.
-        kept = {
-            key: [(event_id, success) for event_id, success in entries if event_id not in failed]
-            for key, entries in pages.items()
-        }
-        written = [
-            FirstAttemptPage(
-                subscription_id=subscription_id,
-                tenant_id=self._tenant_of(claimed, entries[0][0]),
-                batch_id=batch_id,
-                successes=tuple(success for _, success in entries),
-            )
-            for (subscription_id, batch_id), entries in kept.items()
-            if entries
-        ]
-        if written:
-            try:
-                stage.pages.write(written)
-            except Exception as error:
-                # Which page was refused is not known: every event with a success retries.
-                for entries in kept.values():
-                    for event_id, _ in entries:
-                        failed.setdefault(event_id, error)
-        return failed
-
-    def _record_unsuccessful(self, stage: FirstAttempts, outcome: FirstAttemptOutcome) -> None:
-        task, attempt = outcome.task, outcome.attempt
-        if attempt is None:
-            return  # not attempted: the task is enqueued as it would be without first attempts
-        if outcome.result is FirstAttemptResult.GONE:
-            # Deleted meanwhile: nothing left to disable, the delivery is gone all the same.
-            with contextlib.suppress(SubscriptionNotFoundError):
-                stage.subscriptions.disable(
-                    task.subscription_id,
-                    f"the endpoint answered 410 Gone to delivery {task.delivery_id} "
-                    f"at {attempt.at.isoformat()}",
+    ) -> tuple[dict[str, list[QueuedTask]], dict[str, Exception], Sequence[DeliveryOutcome] | None]:
+        """The claimed events' tasks for the delivery queue, the events to retry, and the first
+        attempts' outcomes: every task is queued without first attempts; with them, the
+        delivery stage POSTs and settles each now and says what is left to enqueue."""
+        if self.first_attempts is None or not any(c.tasks for c in claimed):
+            return {c.event_id: list(c.tasks) for c in claimed}, {}, None
+        report = self.first_attempts.deliver_first(
+            [
+                EventDeliveries(
+                    c.event_id,
+                    c.claim.tenant_id,
+                    c.plan.batch_id,
+                    tuple(zip(c.tasks, c.subscriptions, strict=True)),
                 )
-            self.telemetry.logger.warning(
-                "receiver answered 410 Gone to a first attempt; subscription disabled",
-                extra={"event_id": task.event_id, "subscription_id": task.subscription_id},
-            )
-            stage.attempt_log.record_attempt(task, DeliveryStatus.GONE, attempt, reason="gone")
-            return
-        if outcome.retry_in_seconds is None:
-            # A one-attempt schedule: parked as the deliver function parks its last attempt.
-            if stage.attempt_log.record_attempt(
-                task, DeliveryStatus.PARKED, attempt, reason=ParkReason.ATTEMPTS_EXHAUSTED.value
-            ):
-                park_delivery(
-                    stage.sqs,
-                    stage.delivery_dlq_url,
-                    task.to_json(),
-                    ParkingSummary(ParkReason.ATTEMPTS_EXHAUSTED, 1, result_label(attempt)),
-                )
-            return
-        stage.attempt_log.record_attempt(task, DeliveryStatus.PENDING, attempt)
-
-    def _still_to_deliver(
-        self, claimed: _Claimed, by_event: Mapping[str, Sequence[FirstAttemptOutcome]]
-    ) -> list[QueuedTask]:
-        """The event's tasks for the delivery queue: all without first attempts; else the
-        failed ones (attempt 2 after the schedule's delay) and the ones not attempted."""
-        if self.first_attempts is None:
-            return list(claimed.tasks)
-        outcomes = {o.task.delivery_id: o for o in by_event.get(claimed.event_id, ())}
-        queued: list[QueuedTask] = []
-        for task in claimed.tasks:
-            outcome = outcomes.get(task.delivery_id)
-            if outcome is None or outcome.result is FirstAttemptResult.NOT_ATTEMPTED:
-                queued.append(task)
-            elif outcome.result is FirstAttemptResult.FAILED and outcome.retry_in_seconds:
-                # Attempt 1 is made: the deliver function's first receive is attempt 2.
-                retry = task.model_copy(update={"attempts_made": 1})
-                queued.append(DelayedTask(retry, outcome.retry_in_seconds))
-            elif outcome.result is FirstAttemptResult.FAILED and outcome.retry_in_seconds == 0:
-                queued.append(task.model_copy(update={"attempts_made": 1}))
-        return queued
-
-    @staticmethod
-    def _tenant_of(claimed: Sequence[_Claimed], event_id: str) -> str:
-        return next(c.claim.tenant_id for c in claimed if c.event_id == event_id)
+                for c in claimed
+            ],
+            remaining_ms=remaining_ms,
+        )
+        self.telemetry.first_attempts_made(report.outcomes)
+        return report.to_enqueue, report.failed, report.outcomes
 
     # -- the writes after the claims -------------------------------------------------------
 
@@ -570,10 +432,6 @@ class IngestService:
         self.keys.keys()
 
     # -- management: read, re-fan-out, replay ----------------------------------------------
-
-    def get_event(self, event_id: str) -> EventRecord | None:
-        """The claim of `event_id` (in progress or done), None when absent or expired."""
-        return self.claims.get(event_id)
 
     def list_unmatched(
         self, tenant_id: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None
@@ -678,38 +536,3 @@ class IngestService:
                 extra={"event_id": claim.event_id, "error": str(error)},
             )
             return False
-
-
-def _success(outcome: FirstAttemptOutcome) -> FirstAttempt:
-    attempt = outcome.attempt
-    assert attempt is not None and attempt.status_code is not None
-    return FirstAttempt(
-        event_id=outcome.task.event_id,
-        event_type=outcome.task.event_type,
-        at=attempt.at,
-        status_code=attempt.status_code,
-        latency_ms=attempt.latency_ms,
-    )
-
-
-def delivery_outcome_of(outcome: FirstAttemptOutcome) -> DeliveryOutcome:
-    """A first attempt as the deliver function's metrics count an attempt (same names)."""
-    results = {
-        FirstAttemptResult.SUCCEEDED: DeliveryResult.SUCCEEDED,
-        FirstAttemptResult.GONE: DeliveryResult.GONE,
-        FirstAttemptResult.NOT_ATTEMPTED: DeliveryResult.NOT_STARTED,
-    }
-    result = results.get(outcome.result)
-    if result is None:
-        result = (
-            DeliveryResult.PARKED
-            if outcome.retry_in_seconds is None
-            else DeliveryResult.RETRY_SCHEDULED
-        )
-    return DeliveryOutcome(
-        result,
-        outcome.task.delivery_id,
-        outcome.attempt,
-        outcome.failure_class,
-        outcome.retry_in_seconds,
-    )

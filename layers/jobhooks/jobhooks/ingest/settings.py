@@ -84,7 +84,7 @@ class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSet
         description="Secrets Manager secret holding the keys; wins over fetcher_hmac_keys",
     )
     # The lease is the invocation's remaining time, bounded by this. Below the ingest queue's
-    # visibility timeout (180 s), a dead owner's claim is free before SQS shows the record again;
+    # visibility timeout (240 s), a dead owner's claim is free before SQS shows the record again;
     # it also bounds a replay from the management API, which has no invocation deadline of ours.
     claim_lease_max_seconds: float = Field(120, gt=0, le=900)
     # template.yaml's IngestQueue MessageRetentionPeriod (4 days, SQS's range is 60 s-14 days):
@@ -92,7 +92,7 @@ class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSet
     ingest_queue_retention_seconds: int = Field(4 * SECONDS_PER_DAY, ge=60, le=14 * SECONDS_PER_DAY)
     subscription_cache_seconds: float = Field(30, ge=0, le=3600)
     quarantine_retention_days: float = Field(30, gt=0, le=365)
-    # The first attempts (ingest/first_attempt.py): their successes' pages, the records of the
+    # The first attempts (delivery/first_attempt.py): their successes' pages, the records of the
     # others, the delivery DLQ a one-attempt schedule parks in. Required when the function makes
     # first attempts (ingest/wiring.py says which is missing); the management API's in-process
     # ingest makes none.
@@ -107,6 +107,9 @@ class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSet
     # An invocation's first attempts all at once: 10 events to 2 subscriptions are 20 POSTs,
     # and each wave of them is one receiver's answer time more of the function's duration.
     first_attempt_concurrency: int = Field(32, ge=1, le=100)
+    # An answer slower than this (a 2xx included) opens the endpoint's circuit for a minute: its
+    # deliveries then go through the deliver function, not through everyone's invocation.
+    first_attempt_latency_budget_seconds: float = Field(1.0, gt=0, le=30)
 
     @field_validator("fetcher_keys_secret_arn")
     @classmethod

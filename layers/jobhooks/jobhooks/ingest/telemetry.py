@@ -20,8 +20,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from jobhooks.delivery.model import DeliveryOutcome
-from jobhooks.ingest.first_attempt import FirstAttemptBatch, FirstAttemptResult
+from jobhooks.delivery.model import DeliveryOutcome, DeliveryResult
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.model import (
     Claim,
@@ -41,6 +40,15 @@ DUPLICATES: Final = "Duplicates"
 DELIVERIES_ENQUEUED: Final = "DeliveriesEnqueued"
 UNMATCHED: Final = "Unmatched"
 ANALYTICS_WRITE_FAILED: Final = "AnalyticsWriteFailed"
+
+
+# The batch line's names for what the first attempts came to; anything else (a retry scheduled,
+# a delivery parked or settled by a duplicate) is a failed attempt.
+_FIRST_ATTEMPT_COUNTS: Final = {
+    DeliveryResult.SUCCEEDED: "succeeded",
+    DeliveryResult.GONE: "gone",
+    DeliveryResult.NOT_STARTED: "skipped",
+}
 
 
 class IngestTelemetry:
@@ -122,7 +130,7 @@ class IngestTelemetry:
         self,
         results: Sequence[IngestResult | Exception],
         *,
-        first_attempts: FirstAttemptBatch | None = None,
+        first_attempts: Sequence[DeliveryOutcome] | None = None,
     ) -> None:
         """One compact INFO line per invocation: its outcomes counted, its accepted and
         duplicate event ids (what the per-event INFO lines used to say), and how its first
@@ -142,14 +150,9 @@ class IngestTelemetry:
             elif result.outcome is IngestOutcome.DUPLICATE and result.event_id:
                 duplicates.append(result.event_id)
         if first_attempts is not None:
-            outcomes["first_attempts_succeeded"] = first_attempts.count(
-                FirstAttemptResult.SUCCEEDED
-            )
-            outcomes["first_attempts_failed"] = first_attempts.count(FirstAttemptResult.FAILED)
-            outcomes["first_attempts_gone"] = first_attempts.count(FirstAttemptResult.GONE)
-            outcomes["first_attempts_skipped"] = first_attempts.count(
-                FirstAttemptResult.NOT_ATTEMPTED
-            )
+            made = Counter(_FIRST_ATTEMPT_COUNTS.get(o.result, "failed") for o in first_attempts)
+            for name in ("succeeded", "failed", "gone", "skipped"):
+                outcomes[f"first_attempts_{name}"] = made[name]
         self.logger.info(
             "ingest batch done",
             extra={
@@ -232,7 +235,7 @@ class PowertoolsTelemetry(IngestTelemetry):
         self,
         results: Sequence[IngestResult | Exception],
         *,
-        first_attempts: FirstAttemptBatch | None = None,
+        first_attempts: Sequence[DeliveryOutcome] | None = None,
     ) -> None:
         # The batch's line is no one record's: drop the last record's keys.
         self._powertools_logger.remove_keys(["correlation_id", "sqs_message_id"])

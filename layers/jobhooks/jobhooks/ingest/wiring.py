@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobhooks.analytics.recorder import build_analytics_recorder
 from jobhooks.exceptions import ConfigurationError
@@ -25,13 +25,17 @@ from jobhooks.ingest.fetcher_keys import (
     SecretKeys,
     StaticKeys,
 )
+from jobhooks.ingest.ports import FirstAttempts
 from jobhooks.ingest.quarantine import QuarantineStore
-from jobhooks.ingest.service import FirstAttempts, IngestService
+from jobhooks.ingest.service import IngestService
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.telemetry import IngestTelemetry
 from jobhooks.storage.clients import SecretsManagerReader, aws_client
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.store import SubscriptionStore
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.first_attempt import FirstAttemptStage
 
 
 def build_ingest_service(
@@ -139,21 +143,23 @@ def build_first_attempts(
     *,
     session: Any = None,
     clock: Callable[[], datetime] = utc_now,
-) -> FirstAttempts:
-    """The first-attempt stage of these settings: the dispatcher with the deliver function's
-    HTTP client settings, and the stores it writes to. Raises `ConfigurationError` naming a
-    missing variable."""
+) -> FirstAttemptStage:
+    """The delivery package's first-attempt stage for these settings: the deliver function's
+    HTTP client settings, retry schedule and settle step, over the stores it writes to. Raises
+    `ConfigurationError` naming a missing variable."""
     from jobhooks.delivery.attempt_log import AttemptLog
+    from jobhooks.delivery.circuit_breaker import CircuitBreaker
+    from jobhooks.delivery.first_attempt import FirstAttemptDispatcher, FirstAttemptStage
     from jobhooks.delivery.first_attempts import FirstAttemptLog
     from jobhooks.delivery.http_client import make_webhook_client
-    from jobhooks.ingest.circuit_breaker import CircuitBreaker
-    from jobhooks.ingest.first_attempt import FirstAttemptDispatcher
+    from jobhooks.delivery.queues import DeliveryDlq
+    from jobhooks.delivery.settle import Settlement
 
     _check_first_attempt_settings(settings)
     # Every POST thread may decrypt a data key or write at once.
     pool = settings.first_attempt_concurrency + 4
     dynamodb = aws_client("dynamodb", session=session, max_pool_connections=pool)
-    return FirstAttempts(
+    return FirstAttemptStage(
         dispatcher=FirstAttemptDispatcher(
             subscriptions=subscriptions,
             client=make_webhook_client(
@@ -163,11 +169,24 @@ def build_first_attempts(
                 keep_alive_per_receiver=settings.first_attempt_concurrency,
             ),
             breaker=CircuitBreaker(),
-            schedule=settings.retry_schedule,
             phase_seconds=settings.first_attempt_seconds,
+            latency_budget_seconds=settings.first_attempt_latency_budget_seconds,
             post_timeout_seconds=settings.delivery_timeout_seconds,
             concurrency=settings.first_attempt_concurrency,
             clock=clock,
+        ),
+        settlement=Settlement(
+            attempt_log=AttemptLog(
+                settings.deliveries_table,
+                dynamodb,
+                retention_days=settings.attempt_log_days,
+                clock=clock,
+            ),
+            # Disables a subscription whose receiver answered 410, which clears its matching
+            # cache: the next batch no longer matches it.
+            subscriptions=subscriptions,
+            dead_letters=DeliveryDlq(aws_client("sqs", session=session), settings.delivery_dlq_url),
+            schedule=settings.retry_schedule,
         ),
         pages=FirstAttemptLog(
             settings.first_attempts_table,
@@ -175,15 +194,6 @@ def build_first_attempts(
             retention_days=settings.attempt_log_days,
             clock=clock,
         ),
-        attempt_log=AttemptLog(
-            settings.deliveries_table,
-            dynamodb,
-            retention_days=settings.attempt_log_days,
-            clock=clock,
-        ),
-        subscriptions=subscriptions,
-        sqs=aws_client("sqs", session=session),
-        delivery_dlq_url=settings.delivery_dlq_url,
     )
 
 

@@ -81,6 +81,7 @@ class ManagementContext:
             aws_client("kms", session=self.session),
             kms_key_id=self.settings.kms_key_id or None,
             allow_http_urls=self.settings.allow_private_webhooks,
+            max_per_tenant=self.settings.max_subscriptions_per_tenant,
             clock=self.clock,
         )
 
@@ -111,8 +112,10 @@ class ManagementContext:
     def delivery_history(self) -> DeliveryHistory:
         """Every read of deliveries: first-attempt pages and the attempt log as one."""
         from jobhooks.delivery.history import DeliveryHistory
+        from jobhooks.storage.claim_reader import ClaimReader
 
-        return DeliveryHistory(self.attempt_log, self.first_attempts, self.claims)
+        claims = ClaimReader(self.settings.claims_table, self.dynamodb, clock=self.clock)
+        return DeliveryHistory(self.attempt_log, self.first_attempts, claims)
 
     @functools.cached_property
     def claims(self) -> ClaimStore:

@@ -45,6 +45,9 @@ class ManagementSettings(Settings):
     dlq_redrive: RedriveMethod = RedriveMethod.AUTO
     # The API function times out after 15 s (template.yaml); a test send must answer before.
     test_send_timeout_seconds: float = Field(10, gt=0, le=15)
+    # The most subscriptions (endpoints) one tenant may have, from the API, the CLI or the
+    # portal: each one multiplies what the tenant's events cost the bridge to deliver.
+    max_subscriptions_per_tenant: int = Field(100, ge=1, le=10_000)
     # The stores need them for writes they make on our behalf (quarantine replay marks).
     dedup_retention_days: float = Field(7, gt=0, le=365)
     ingest_queue_retention_seconds: int = Field(4 * 86_400, ge=60, le=14 * 86_400)

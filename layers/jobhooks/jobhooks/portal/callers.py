@@ -137,10 +137,6 @@ def portal_pass(event: Mapping[str, Any], kind: str) -> PortalPass:
     return verdict
 
 
-def portal_caller(verdict: PortalPass) -> Caller:
-    return Caller(CallerKind.PORTAL, f"portal:{verdict.token_id}", frozenset({verdict.tenant_id}))
-
-
 def iam_caller(principal: str, bound_tenants: frozenset[str]) -> Caller:
     if bound_tenants:
         return Caller(CallerKind.TENANT_BOUND, principal, bound_tenants)

@@ -1,6 +1,6 @@
 """The DynamoDB storage kit: what every store (claims, quarantine, attempt log, subscriptions)
 is built from, so each rule of talking to AWS has one home (as Powertools keeps persistence
-behind one base).
+behind one base); and the one reader two packages share.
 
     clients     the one botocore `Config` (retries and timeouts: one documented decision,
                 docs/architecture.md), AWS clients created on first use, a ClientError's code
@@ -10,6 +10,9 @@ behind one base).
     pages       page sizes (default 50, at most 100) and cutting a page with its next cursor
     times       the one clock and the stored-time codec (RFC 3339 UTC, milliseconds, `Z`)
     exceptions  the cursor and page-size errors every listing raises
+    claim_reader
+                an event's claim as its deliveries need it (its batch, its fan-out): ingest
+                writes claims, delivery reads them here without importing ingest
 
 Importing the kit imports neither boto3 nor botocore: a function pays for them when it makes
 its first AWS call.

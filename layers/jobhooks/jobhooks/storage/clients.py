@@ -46,7 +46,9 @@ def aws_config(
     from botocore.config import Config
 
     options: dict[str, Any] = {
-        "retries": {"mode": "standard", "max_attempts": max_attempts},
+        # `total_max_attempts` counts the first call; the retries dict's `max_attempts` counts
+        # retries only (botocore's legacy meaning), which made 3 four calls.
+        "retries": {"mode": "standard", "total_max_attempts": max_attempts},
         "connect_timeout": CONNECT_TIMEOUT_SECONDS,
         "read_timeout": READ_TIMEOUT_SECONDS,
     }

@@ -17,6 +17,7 @@ from jobhooks.subscriptions.exceptions import (
     SecretDecryptionError,
     SubscriptionConflictError,
     SubscriptionError,
+    SubscriptionLimitError,
     SubscriptionNotFoundError,
     SubscriptionValidationError,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "Subscription",
     "SubscriptionConflictError",
     "SubscriptionError",
+    "SubscriptionLimitError",
     "SubscriptionNotFoundError",
     "SubscriptionStatus",
     "SubscriptionValidationError",

@@ -84,6 +84,22 @@ class SubscriptionConflictError(SubscriptionError):
         self.subscription_id = subscription_id
 
 
+class SubscriptionLimitError(SubscriptionError):
+    """The tenant already has as many subscriptions as one tenant may have."""
+
+    code = "subscription_limit_reached"
+    status = HTTPStatus.CONFLICT
+
+    def __init__(self, tenant_id: str, limit: int) -> None:
+        super().__init__(
+            f"tenant {tenant_id!r} already has {limit} subscriptions, the most one tenant may "
+            "have; delete one it no longer needs, or ask the operator to raise "
+            "JOBHOOKS_MAX_SUBSCRIPTIONS_PER_TENANT"
+        )
+        self.tenant_id = tenant_id
+        self.limit = limit
+
+
 class KmsKeyNotConfiguredError(SubscriptionError):
     code = "kms_key_not_configured"
     status = HTTPStatus.SERVICE_UNAVAILABLE

@@ -153,10 +153,6 @@ class SecretVault:
         data_key = self.open_data_key(subscription_id, encrypted_data_key)
         return open_secret(data_key, subscription_id, secret_id, ciphertext)
 
-    def forget_data_keys(self) -> None:
-        with self._lock:
-            self._cache.clear()
-
     def _remember(self, subscription_id: str, data_key: DataKey) -> None:
         if self._cache_size <= 0:
             return

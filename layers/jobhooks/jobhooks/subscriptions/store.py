@@ -22,7 +22,11 @@ from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
 from jobhooks.storage.times import format_time, parse_time, to_stored_precision, utc_now
-from jobhooks.subscriptions.exceptions import SubscriptionConflictError, SubscriptionNotFoundError
+from jobhooks.subscriptions.exceptions import (
+    SubscriptionConflictError,
+    SubscriptionLimitError,
+    SubscriptionNotFoundError,
+)
 from jobhooks.subscriptions.model import (
     DEFAULT_EVENT_TYPES,
     DEFAULT_GRACE,
@@ -90,6 +94,7 @@ class SubscriptionStore:
         kms_key_id: str | None = None,
         allow_http_urls: bool = False,
         matching_cache_seconds: float | None = None,
+        max_per_tenant: int | None = None,
         data_key_cache_size: int = DEFAULT_DATA_KEY_CACHE_SIZE,
         clock: Callable[[], datetime] = utc_now,
         monotonic: Callable[[], float] = time.monotonic,
@@ -98,6 +103,7 @@ class SubscriptionStore:
         self._dynamodb = dynamodb
         self._vault = SecretVault(kms, kms_key_id, cache_size=data_key_cache_size)
         self._allow_http_urls = allow_http_urls
+        self.max_per_tenant = max_per_tenant
         self._clock = clock
         self._matching_cache = (
             _MatchingCache(matching_cache_seconds, monotonic)
@@ -116,12 +122,20 @@ class SubscriptionStore:
         description: str | None = None,
         job_names: Iterable[str] = (),
     ) -> IssuedSecret:
-        """A new active subscription with one signing secret, returned in plaintext only here."""
+        """A new active subscription with one signing secret, returned in plaintext only here.
+
+        Raises `SubscriptionLimitError` when the tenant already has `max_per_tenant`: every
+        endpoint adds to what the tenant's events cost the bridge to deliver (docs/delivery.md,
+        "What keeps tenants apart"). The count is read before the write, so two creates racing
+        at the limit may both pass: the cap is a bound on growth, not an exact quota.
+        """
         tenant_id = validate_tenant_id(tenant_id)
         url = validate_url(url, allow_http=self._allow_http_urls)
         wanted = parse_event_types(event_types)
         patterns = parse_job_names(job_names)
         description = validate_description(description)
+        if self.max_per_tenant is not None and self.count(tenant_id) >= self.max_per_tenant:
+            raise SubscriptionLimitError(tenant_id, self.max_per_tenant)
         now = self._now()
         subscription_id = new_subscription_id()
         data_key = self._vault.new_data_key(subscription_id)
@@ -166,6 +180,24 @@ class SubscriptionStore:
         if tenant_id is not None and subscription.tenant_id != tenant_id:
             raise SubscriptionNotFoundError(subscription_id)
         return subscription
+
+    def count(self, tenant_id: str) -> int:
+        """How many subscriptions the tenant has, any status (COUNT queries: no item is read)."""
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": BY_TENANT_INDEX,
+            "KeyConditionExpression": "tenant_id = :tenant",
+            "ExpressionAttributeValues": {":tenant": {"S": validate_tenant_id(tenant_id)}},
+            "Select": "COUNT",
+        }
+        total = 0
+        while True:
+            response = self._dynamodb.query(**request)
+            total += int(response.get("Count", 0))
+            start_key = response.get("LastEvaluatedKey")
+            if not start_key:
+                return total
+            request["ExclusiveStartKey"] = start_key
 
     def list_by_tenant(
         self, tenant_id: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None

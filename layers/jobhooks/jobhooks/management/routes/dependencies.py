@@ -137,9 +137,7 @@ def pseudonymizer() -> Any:
 @functools.lru_cache(maxsize=2)
 def _pseudonymizer(settings: Any) -> Any:
     # One per configuration: the secret-backed one caches its key.
-    from jobhooks.analytics.pseudonymize import build_pseudonymizer
-
-    return build_pseudonymizer(settings)
+    return settings.pseudonymizer()
 
 
 AnalyticsEngine = Annotated[Any, Depends(portal_analytics_engine)]

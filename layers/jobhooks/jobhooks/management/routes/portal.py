@@ -103,7 +103,9 @@ def portal_documented(
 # -- the page and its assets (public: they hold no data) -------------------------------------
 
 
+# With a trailing slash too: the same page (template.yaml gives it a public route of its own).
 @router.get("/portal", include_in_schema=False)
+@router.get("/portal/", include_in_schema=False)
 def handle_portal_page() -> Response[str]:
     document = pages.page()
     return Response(status_code=OK, content_type=document.content_type, body=document.body)
@@ -252,7 +254,7 @@ def handle_portal_list_subscriptions(
     operation_id="portal_create_subscription",
     summary="Add an endpoint; the answer shows its signing secret, once",
     status_code=CREATED,
-    responses=portal_documented(CREATED, SubscriptionWithSecret),
+    responses=portal_documented(CREATED, SubscriptionWithSecret, CONFLICT),
     tags=PORTAL_TAG,
     security=SESSION_SECURITY,
 )

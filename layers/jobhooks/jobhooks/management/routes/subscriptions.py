@@ -49,7 +49,7 @@ metrics = Metrics()
     operation_id="create_subscription",
     summary="Create a subscription; the answer shows its signing secret, once",
     status_code=CREATED,
-    responses=documented(CREATED, SubscriptionWithSecret, NOT_FOUND),
+    responses=documented(CREATED, SubscriptionWithSecret, NOT_FOUND, CONFLICT),
     tags=TAGS,
 )
 def handle_create_subscription(

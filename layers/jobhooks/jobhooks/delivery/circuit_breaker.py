@@ -1,12 +1,12 @@
 """The first attempts' circuit breaker: a subscription whose receiver just failed is left alone.
 
 Ingest makes the first attempt of every delivery under one deadline shared by the whole batch
-(`jobhooks.ingest.first_attempt`). A receiver that hangs would cost every invocation that deadline,
-and every other tenant's events in those invocations would wait for it. So a failed or timed-out
-first attempt opens the subscription's circuit for `open_seconds` (default 60): while it is open,
-the subscription's tasks go straight to the delivery queue with no first attempt, and the deliver
-function (its own concurrency, one task at a time) carries the retries. One bad receiver then
-costs each warm ingest process at most one deadline a minute.
+(`jobhooks.delivery.first_attempt`). A receiver that hangs would cost every invocation that
+deadline, and every other tenant's events in those invocations would wait for it. So a failed or
+timed-out first attempt opens the subscription's circuit for `open_seconds` (default 60): while
+it is open, the subscription's tasks go straight to the delivery queue with no first attempt,
+and the deliver function (its own concurrency, one task at a time) carries the retries. One bad
+receiver then costs each warm ingest process at most one deadline a minute.
 
 Per process, not shared: a cold process learns it again with one failed attempt. Thread safe:
 the first attempts of a batch run on a pool. The clock is injectable (monotonic seconds).

@@ -1,0 +1,250 @@
+"""A quiet tenant's webhook latency alone, and beside a noisy tenant, through the whole local stack.
+
+    .venv/bin/python bench/isolation.py [--quiet-events 40] [--rate 4] [--endpoints 8]
+                                        [--noisy-events 8]
+
+RabbitMQ -> shovel -> SQS (moto) -> ingest (first attempts) -> SQS -> deliver -> loopback
+receivers, all of `jobhooks_tools.local.dev_stack` as `jobhooks dev` runs it, in one run. The
+quiet tenant has one endpoint that answers 200 at once; it publishes --quiet-events events at
+--rate a second, first alone, then beside each noisy tenant in turn. Each noisy tenant (a new
+one per kind, so no circuit opened by the kind before carries over) has --endpoints endpoints
+and publishes --noisy-events events spread over the same seconds, interleaved with the quiet
+ones:
+
+- slow: every endpoint answers 200 after 4.8 s;
+- hanging: every endpoint holds the request without answering while the quiet tenant publishes
+  (the POSTs time out), then answers 200;
+- failing: every endpoint answers 500 while the quiet tenant publishes, then 200.
+
+A webhook's latency runs from just before its event's publish to the moment its endpoint has
+the request whose 2xx answer delivered it. After each kind the run waits until every webhook of
+both tenants is delivered (the noisy ones through retries; the retry schedule is shortened to
+`RetrySchedule` 0,5,5,5,5,5,5,5 so that takes seconds, not hours), then prints p50 and p99 of the
+quiet tenant beside each kind, and its p99 as a multiple of its p99 alone (the goal: 1.5 at
+most).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final
+
+from jobhooks.webhook_signature import webhook_id_for
+from jobhooks_tools.local.dev_stack import DevStack, DevStackSettings
+from jobhooks_tools.publisher import SamplePublication, SamplePublisher, sample_traffic
+from jobhooks_tools.sample_events import demo_key
+
+SLOW_ANSWER_SECONDS: Final = 4.8
+RETRY_SCHEDULE: Final = "0,5,5,5,5,5,5,5"
+KINDS: Final = ("slow", "hanging", "failing")
+
+
+@dataclass
+class Endpoint:
+    kind: str  # quiet, slow, hanging, failing
+    misbehaving: threading.Event = field(default_factory=threading.Event)
+    delivered: dict[str, float] = field(default_factory=dict)  # webhook-id -> first 2xx receipt
+
+
+class Receivers:
+    """One loopback server, one path per endpoint, each behaving as its kind says."""
+
+    def __init__(self) -> None:
+        self.endpoints: dict[str, Endpoint] = {}
+        self._lock = threading.Lock()
+        receivers = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # http.server's naming
+                receivers._answer(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def add(self, name: str, kind: str) -> str:
+        self.endpoints[name] = Endpoint(kind)
+        return f"http://127.0.0.1:{self._server.server_address[1]}/{name}"
+
+    def stop(self) -> None:
+        for endpoint in self.endpoints.values():
+            endpoint.misbehaving.clear()
+        self._server.shutdown()
+
+    def _answer(self, request: BaseHTTPRequestHandler) -> None:
+        received = time.time()
+        length = int(request.headers.get("content-length", "0"))
+        request.rfile.read(length)
+        endpoint = self.endpoints.get(request.path.strip("/"))
+        status = 404 if endpoint is None else 200
+        if endpoint is not None and endpoint.kind == "slow":
+            time.sleep(SLOW_ANSWER_SECONDS)
+        elif endpoint is not None and endpoint.kind == "hanging" and endpoint.misbehaving.is_set():
+            while endpoint.misbehaving.is_set():
+                time.sleep(0.1)
+            return  # the client timed out long ago; its retry finds the endpoint answering
+        elif endpoint is not None and endpoint.kind == "failing" and endpoint.misbehaving.is_set():
+            status = 500
+        try:
+            request.send_response(status)
+            request.send_header("content-length", "0")
+            request.end_headers()
+        except OSError:
+            return  # the client gave up (a timeout): not delivered
+        if endpoint is not None and status == 200:
+            webhook_id = request.headers.get("webhook-id", "")
+            with self._lock:
+                endpoint.delivered.setdefault(webhook_id, received)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quiet-events", type=int, default=40)
+    parser.add_argument("--rate", type=float, default=4.0, help="quiet events per second")
+    parser.add_argument("--endpoints", type=int, default=8, help="endpoints of a noisy tenant")
+    parser.add_argument("--noisy-events", type=int, default=8)
+    parser.add_argument("--warmup", type=int, default=10)
+    args = parser.parse_args(argv)
+
+    receivers = Receivers()
+    stack = DevStack(
+        DevStackSettings(
+            shovel="thread",
+            api_port=None,
+            capture_stdout=True,
+            parameters={"RetrySchedule": RETRY_SCHEDULE},
+            on_progress=lambda line: print(f"... {line}", file=sys.stderr),
+        )
+    )
+    results: dict[str, tuple[list[float], int, int]] = {}
+    try:
+        stack.start()
+        _subscribe(receivers, "quiet", ["quiet"], "quiet")
+        print(f"... warming up with {args.warmup} events", file=sys.stderr)
+        _run(stack, receivers, args.warmup, args.rate, None, 0)
+        results["alone"] = _run(stack, receivers, args.quiet_events, args.rate, None, 0)
+        for kind in KINDS:
+            tenant = f"noisy-{kind}"
+            names = [f"{tenant}-{n}" for n in range(args.endpoints)]
+            _subscribe(receivers, tenant, names, kind)
+            print(f"... beside {args.endpoints} {kind} endpoints", file=sys.stderr)
+            results[kind] = _run(
+                stack, receivers, args.quiet_events, args.rate, tenant, args.noisy_events
+            )
+    finally:
+        receivers.stop()
+        stack.stop()
+
+    alone_p99 = _quantile(results["alone"][0], 99)
+    print(
+        f"quiet tenant: 1 endpoint, {args.quiet_events} events at {args.rate:g}/s; noisy tenant: "
+        f"{args.endpoints} endpoints, {args.noisy_events} events in the same seconds"
+    )
+    print(f"  {'beside':<12}{'p50 ms':>8}{'p99 ms':>8}{'p99 / alone':>13}{'delivered':>22}")
+    for name, (latencies, delivered, expected) in results.items():
+        p99 = _quantile(latencies, 99)
+        print(
+            f"  {name:<12}{1000 * _quantile(latencies, 50):>8.0f}{1000 * p99:>8.0f}"
+            f"{p99 / alone_p99:>13.2f}{f'{delivered}/{expected} webhooks':>22}"
+        )
+    return 0
+
+
+def _subscribe(receivers: Receivers, tenant: str, names: list[str], kind: str) -> None:
+    from jobhooks.management.context import build_management_context
+    from jobhooks.management.models import CreateSubscriptionRequest
+    from jobhooks.management.settings import ManagementSettings
+    from jobhooks.management.subscriptions import create_subscription
+
+    context = build_management_context(ManagementSettings.from_env())
+    for name in names:
+        create_subscription(
+            context, CreateSubscriptionRequest(tenant_id=tenant, url=receivers.add(name, kind))
+        )
+
+
+def _run(
+    stack: DevStack,
+    receivers: Receivers,
+    quiet_events: int,
+    rate: float,
+    noisy_tenant: str | None,
+    noisy_events: int,
+) -> tuple[list[float], int, int]:
+    """Publish the quiet tenant's events at `rate`, the noisy tenant's spread among them; wait
+    until every webhook is delivered. The quiet latencies, webhooks delivered and expected."""
+    quiet = list(sample_traffic(demo_key(), count=quiet_events, tenants=("quiet",)))
+    noisy = (
+        list(sample_traffic(demo_key(), count=noisy_events, tenants=(noisy_tenant,)))
+        if noisy_tenant
+        else []
+    )
+    misbehaving = [
+        e for n, e in receivers.endpoints.items() if noisy_tenant and n.startswith(noisy_tenant)
+    ]
+    for endpoint in misbehaving:
+        endpoint.misbehaving.set()
+    schedule = _interleave(quiet, noisy)
+    published: dict[str, float] = {}
+    interval = 1.0 / rate
+    started = time.time()
+    with SamplePublisher(stack.amqp_url) as publisher:
+        for at, publication in schedule:
+            time.sleep(max(0.0, started + at * interval - time.time()))
+            published[webhook_id_for(publication.event_id)] = time.time()
+            publisher.publish_sample(publication)
+    for endpoint in misbehaving:
+        endpoint.misbehaving.clear()  # it recovers: the retries deliver what it refused
+    quiet_ids = {webhook_id_for(p.event_id) for p in quiet}
+    noisy_ids = {webhook_id_for(p.event_id) for p in noisy}
+    quiet_endpoint = receivers.endpoints["quiet"]
+
+    def delivered() -> int:
+        count = len(quiet_ids & quiet_endpoint.delivered.keys())
+        for endpoint in misbehaving:
+            count += len(noisy_ids & endpoint.delivered.keys())
+        return count
+
+    expected = len(quiet_ids) + len(noisy_ids) * len(misbehaving)
+    _wait(lambda: delivered() >= expected, timeout=900)
+    stack.wait_until_idle(timeout=300)
+    latencies = [quiet_endpoint.delivered[w] - published[w] for w in quiet_ids]
+    return latencies, delivered(), expected
+
+
+def _interleave(
+    quiet: list[SamplePublication], noisy: list[SamplePublication]
+) -> list[tuple[float, SamplePublication]]:
+    """When each event is published, in quiet-event intervals: the noisy ones spread evenly."""
+    schedule = [(float(n), p) for n, p in enumerate(quiet)]
+    step = len(quiet) / max(1, len(noisy))
+    schedule += [(n * step + 0.5, p) for n, p in enumerate(noisy)]
+    return sorted(schedule, key=lambda pair: pair[0])
+
+
+def _wait(condition: Callable[[], bool], *, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("not every webhook was delivered in time")
+        time.sleep(0.1)
+
+
+def _quantile(values: list[float], percent: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[percent - 1]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""The SQS adapters of the delivery use case: the delivery queue's messages and the DLQ.
+
+The use case speaks to them through `ports.QueueMessages` and `ports.DeadLetters`, so it never
+holds an SQS client; tests pass in-memory fakes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from jobhooks.delivery.parking import ParkingSummary, park_delivery
+
+_log = logging.getLogger(__name__)
+
+
+class DeliveryQueueMessages:
+    """Defers a delivery-queue message (the deliver function's next attempt)."""
+
+    def __init__(self, sqs: Any, queue_url: str) -> None:
+        self._sqs = sqs
+        self.queue_url = queue_url
+
+    def hide(self, receipt_handle: str, seconds: int) -> None:
+        try:
+            self._sqs.change_message_visibility(
+                QueueUrl=self.queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
+            )
+        except ClientError as error:
+            # The message still comes back, after the visibility already in effect (the queue's
+            # 6 minutes): sooner than planned, never lost.
+            _log.warning(
+                "could not delay the next attempt: %s",
+                error.response.get("Error", {}).get("Code", "unknown"),
+            )
+
+
+class DeliveryDlq:
+    """The delivery DLQ (`parking`): where a delivery goes when the bridge stops trying."""
+
+    def __init__(self, sqs: Any, dlq_url: str) -> None:
+        self._sqs = sqs
+        self.dlq_url = dlq_url
+
+    def park(self, body: str, summary: ParkingSummary) -> str:
+        return park_delivery(self._sqs, self.dlq_url, body, summary)

@@ -1,0 +1,133 @@
+"""IAM enforced off AWS (docs/iam-local.md): each function calls moto as its role in template.yaml,
+read from the template itself, and the suite fails when a role misses a grant the code needs."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+from botocore.exceptions import ClientError
+from jobhooks_tools.local import iam
+from jobhooks_tools.local.activity import describe
+from jobhooks_tools.local.moto_server import MotoServer
+from jobhooks_tools.local.template import LocalResources, load_template, provision
+from jobhooks_tools.sample_events import demo_key
+
+ROOT = Path(__file__).resolve().parents[2]
+GET_CLAIM = "dynamodb:GetItem"
+
+
+def without_ingest_claims_read(template: dict[str, Any]) -> dict[str, Any]:
+    """template.yaml as it was before the fix: IngestRole may not GetItem on ClaimsTable."""
+    changed = copy.deepcopy(template)
+    statements = changed["Resources"]["IngestRole"]["Properties"]["Policies"][0]["PolicyDocument"][
+        "Statement"
+    ]
+    (claims,) = [s for s in statements if s["Sid"] == "ClaimEvents"]
+    assert GET_CLAIM in claims["Action"]
+    claims["Action"] = [a for a in claims["Action"] if a != GET_CLAIM]
+    return changed
+
+
+def claims_get(resources: LocalResources) -> dict[str, Any]:
+    return {"TableName": resources.table_name("ClaimsTable"), "Key": {"event_id": {"S": "x"}}}
+
+
+def test_ingest_may_read_the_claims_table_as_template_yaml_grants(stack: LocalResources) -> None:
+    assert iam.check("IngestFunction", "dynamodb", "dynamodb", "GetItem", claims_get(stack)) == []
+
+
+def test_a_grant_removed_from_the_template_is_refused_locally(aws: MotoServer) -> None:
+    weakened = provision(
+        without_ingest_claims_read(load_template()),
+        fetcher_keys=[demo_key().hex],
+        endpoint_url=aws.endpoint_url,
+    )
+    (refusal,) = iam.check(
+        "IngestFunction", "dynamodb", "dynamodb", "GetItem", claims_get(weakened)
+    )
+    assert refusal.action == GET_CLAIM
+    assert refusal.resource == weakened.arns["ClaimsTable"]
+    # The deliver role's own grant on the same table is untouched.
+    assert (
+        iam.check("DeliverFunction", "dynamodb", "dynamodb", "GetItem", claims_get(weakened)) == []
+    )
+
+
+def test_a_refused_call_fails_as_on_aws_and_is_logged_naming_function_action_and_resource(
+    stack: LocalResources, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = boto3.session.Session().client("dynamodb")
+    with iam.acting_as("AuthorizerFunction"), pytest.raises(ClientError) as raised:
+        client.get_item(**claims_get(stack))
+    assert raised.value.response["Error"]["Code"] == "AccessDeniedException"
+    (refusal,) = iam.take_refusals()
+    expected = f"AuthorizerFunction may not dynamodb:GetItem on {stack.arns['ClaimsTable']}"
+    assert str(refusal).startswith(expected)
+    (record,) = [r for r in caplog.records if r.name == "jobhooks.local.iam.guard"]
+    assert record.levelno == logging.ERROR
+    activity = describe(record)
+    assert activity is not None
+    assert (activity.source, activity.what) == ("aws", "refused")
+    assert activity.text.startswith(expected)
+
+
+def test_the_shovel_may_only_send_to_the_ingest_queue_as_deploy_documents(
+    stack: LocalResources,
+) -> None:
+    ingest = {"QueueUrl": stack.queue_url("IngestQueue"), "Entries": []}
+    delivery = {"QueueUrl": stack.queue_url("DeliveryQueue"), "Entries": []}
+    assert iam.check("Shovel", "sqs", "sqs", "SendMessageBatch", ingest) == []
+    (refusal,) = iam.check("Shovel", "sqs", "sqs", "SendMessageBatch", delivery)
+    assert (refusal.action, refusal.resource) == ("sqs:SendMessage", stack.arns["DeliveryQueue"])
+    assert stack.principals["Shovel"].policy_source == "deploy/shovel/iam-policy.json"
+
+
+def test_every_function_of_the_template_acts_as_its_own_role(stack: LocalResources) -> None:
+    roles = {
+        name: principal.policy_source
+        for name, principal in stack.principals.items()
+        if name != "Shovel"
+    }
+    functions = {
+        name: resource["Properties"]["Role"]["Fn::GetAtt"][0]
+        for name, resource in load_template()["Resources"].items()
+        if resource["Type"] == "AWS::Serverless::Function"
+    }
+    assert roles == functions
+
+
+def test_the_suite_fails_a_test_when_ingest_may_not_read_the_claims_table(
+    tmp_path: Path,
+) -> None:
+    """With the grant removed from template.yaml, the existing ingest test of a completed claim
+    fails, naming the action: the suite would have caught the missing grant."""
+    (tmp_path / "template.yaml").write_text(
+        yaml.safe_dump(without_ingest_claims_read(load_template()), sort_keys=False)
+    )
+    for folder in ("functions", "deploy", "layers"):
+        (tmp_path / folder).symlink_to(ROOT / folder)
+    test = (
+        "tests/integration/test_ingest.py"
+        "::test_a_completed_claim_whose_lease_ended_is_never_taken_over"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", test, "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        env={**os.environ, "JOBHOOKS_TEMPLATE": str(tmp_path / "template.yaml")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 1, result.stdout[-3000:]
+    assert "IngestFunction may not dynamodb:GetItem on arn:aws:dynamodb:" in result.stdout
+    assert "table/jobhooks-ClaimsTable" in result.stdout
