@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/cost.py [--events 300] [--subscriptions 2] [--copies 0]
         [--rate EVENTS_PER_SECOND [--time-scale K]] [--ingest-window S] [--deliver-window S]
-        [--receiver-ms MS]
+        [--receiver-ms MS] [--alert-rules N]
 
 Runs the whole bridge (`jobhooks_tools.local.dev_stack`: RabbitMQ, the shovel, moto with
 template.yaml's resources, the ingest and deliver handlers under the SQS event-source poller) and
@@ -23,6 +23,14 @@ derives, per event:
   write per accepted event), packed by `jobhooks.analytics.firehose` into records and
   PutRecordBatch calls, each record billed rounded up to 5 KB; S3 objects per buffer flush and
   the rows' storage over their retention; Athena per question asked (10 MB minimum);
+
+`--alert-rules N` turns job-health alerts on: N rules for the tenant, each with a window of its
+own (so each is its own Athena query: the dearest case; rules of one tenant and window share
+one). Evaluating them adds nothing per event (docs/notifications.md): the run measures the
+events as without them, then invokes the alerts function a few times as its schedule would and
+prices a month of evaluations (every 5 minutes) per rule: its requests, its run time, and
+Athena's 10 MB minimum per query (the local stack answers with DuckDB, so the scan is priced,
+not measured).
 
 By default the events are published as one burst, which fills every batch. `--rate R` paces
 them at R events per second instead, the steady load of a deployment, with the event sources'
@@ -55,6 +63,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlencode
 
 import boto3
 from jobhooks.analytics.firehose import pack_records, request_batches
@@ -241,6 +250,7 @@ class AwsMeter:
         with self._lock:
             self.calls.clear()
             self.invocations.clear()
+            self._recording = True
 
     def snapshot(self) -> tuple[list[Call], list[Invocation]]:
         with self._lock:
@@ -250,6 +260,11 @@ class AwsMeter:
     def _before_call(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         body = params.get("body") or b""
         context["bench_started"] = time.perf_counter()
+        if isinstance(body, dict):
+            # A query-protocol service (SNS): form fields, sent URL-encoded.
+            context["bench_request_bytes"] = len(urlencode(body))
+            context["bench_request"] = {}
+            return
         context["bench_request_bytes"] = len(body)
         try:
             context["bench_request"] = json.loads(body) if body else {}
@@ -393,7 +408,7 @@ def dynamodb_units(calls: Iterable[Call], tables: Mapping[str, Table]) -> Capaci
                 if not (code.startswith("ConditionalCheckFailed") and final):
                     final = written
             _charge_write(table, final, result)
-        elif call.operation in ("GetItem", "Query"):
+        elif call.operation in ("GetItem", "Query", "Scan"):
             returned = call.response.get("Items") or (
                 [call.response["Item"]] if call.response.get("Item") else []
             )
@@ -474,10 +489,28 @@ class Measurement:
     analytics: AnalyticsWrites
     # template.yaml's AnalyticsRetentionDays default: how long S3 keeps the rows.
     analytics_retention_days: int
+    alerts: AlertsCost | None = None
+
+
+@dataclass
+class AlertsCost:
+    """The alerts function's evaluations, measured after the events (a fixed cost)."""
+
+    rules: int
+    queries_per_evaluation: int
+    evaluations: int
+    seconds: list[float]
+    calls: list[Call]
+    capacity: CapacityUnits
 
 
 def measure(
-    events: int, subscriptions: int, copies: int, warmup: int, load: Load | None = None
+    events: int,
+    subscriptions: int,
+    copies: int,
+    warmup: int,
+    load: Load | None = None,
+    alert_rules: int = 0,
 ) -> Measurement:
     load = load or Load()
     cache_seconds = f"{load.local(SUBSCRIPTION_CACHE_SECONDS):g}"
@@ -501,6 +534,8 @@ def measure(
                 "IngestFunction": load.local(load.ingest_window),
                 "DeliverFunction": load.local(load.deliver_window),
             },
+            # Evaluations run when this bench asks, after the events: never among them.
+            schedule_intervals={"AlertsFunction": 86_400},
             on_invocation=meter.invocation,
             on_shovel_client=meter.instrument,
             on_progress=lambda line: print(f"... {line}", file=sys.stderr),
@@ -510,6 +545,7 @@ def measure(
     try:
         stack.start()
         endpoints = _subscribe(receiver, subscriptions)
+        _add_alert_rules(alert_rules)
         key = demo_key()
         print(f"... warming up with {warmup} events", file=sys.stderr)
         _run(stack, receiver, endpoints, key, warmup, 0, 0.0)
@@ -540,6 +576,7 @@ def measure(
             stack.aws_endpoint_url,
             [stack.resources.table_name(t) for t in _TABLES] if stack.resources else [],
         )
+        alerts = _measure_evaluations(stack, meter, alert_rules) if alert_rules else None
     finally:
         receiver.stop()
         stack.stop()
@@ -570,10 +607,98 @@ def measure(
         seconds=seconds,
         analytics=analytics,
         analytics_retention_days=retention,
+        alerts=alerts,
     )
 
 
+ALERT_EVALUATIONS: Final = 5
+EVALUATIONS_PER_MONTH: Final = 30 * 24 * 12  # every 5 minutes (template: rate(5 minutes))
+# What the alerts function waits for Athena per query on AWS (the local stack's DuckDB answers
+# in milliseconds): an assumption, not a measurement; a simple query usually takes 1 to 3 s.
+ATHENA_WAIT_SECONDS: Final = 2.0
+# Athena writes each result and its metadata to S3 (two PUTs); the GET that reads the result
+# back costs a tenth as much and is left out.
+S3_REQUESTS_PER_QUERY: Final = 2
+ALERTS_MEMORY_GB: Final = 0.25
+
+
+def _add_alert_rules(count: int) -> None:
+    from jobhooks.management.alerts import create_alert_rule
+    from jobhooks.management.context import build_management_context
+    from jobhooks.management.models import CreateAlertRuleRequest
+    from jobhooks.management.settings import ManagementSettings
+
+    context = build_management_context(ManagementSettings.from_env())
+    for n in range(count):
+        create_alert_rule(
+            context,
+            CreateAlertRuleRequest(
+                tenant_id=TENANT,
+                job_name="payments*",
+                failure_rate=0.5,
+                # A window of its own: one query per rule, the dearest case.
+                window_seconds=900 + 60 * n,
+            ),
+        )
+
+
+def _measure_evaluations(stack: DevStack, meter: AwsMeter, rules: int) -> AlertsCost:
+    meter.reset()
+    seconds = []
+    for _ in range(ALERT_EVALUATIONS):
+        started = time.perf_counter()
+        stack.run_scheduled("AlertsFunction")
+        seconds.append(time.perf_counter() - started)
+    calls, _ = meter.snapshot()
+    assert stack.resources is not None
+    tables = read_tables(stack.aws_endpoint_url, [stack.resources.table_name("AlertRulesTable")])
+    return AlertsCost(
+        rules=rules,
+        queries_per_evaluation=rules,
+        evaluations=ALERT_EVALUATIONS,
+        seconds=seconds,
+        calls=calls,
+        capacity=dynamodb_units(calls, tables),
+    )
+
+
+def alerts_lines(a: AlertsCost) -> list[tuple[str, float, Price, str]]:
+    """A month of evaluations: (line, quantity, price, note)."""
+    per_month = EVALUATIONS_PER_MONTH / a.evaluations
+    measured_seconds = sum(a.seconds) / len(a.seconds)
+    seconds = measured_seconds + ATHENA_WAIT_SECONDS * a.queries_per_evaluation
+    queries = EVALUATIONS_PER_MONTH * a.queries_per_evaluation
+    # The event sources' idle receives are the stack's, not the evaluation's.
+    sqs = sum(1 for c in a.calls if c.service == "sqs" and c.operation.startswith("Send"))
+    return [
+        ("Lambda requests", EVALUATIONS_PER_MONTH, PRICES["lambda_request"], "every 5 minutes"),
+        (
+            "Lambda GB-s",
+            EVALUATIONS_PER_MONTH * seconds * ALERTS_MEMORY_GB,
+            PRICES["lambda_gb_s"],
+            f"{1000 * measured_seconds:.0f} ms measured + {ATHENA_WAIT_SECONDS:g} s Athena "
+            "wait per query (assumed)",
+        ),
+        (
+            "Athena TB scanned",
+            queries * ATHENA_MINIMUM_BYTES / 1e12,
+            PRICES["athena_tb"],
+            f"{a.queries_per_evaluation} queries per run, 10 MB minimum each",
+        ),
+        ("S3 requests", queries * S3_REQUESTS_PER_QUERY, PRICES["s3_put"], "Athena's results"),
+        ("DynamoDB RRU", a.capacity.rru * per_month, PRICES["dynamodb_rru"], "the rules' Scan"),
+        (
+            "DynamoDB WRU",
+            a.capacity.wru * per_month,
+            PRICES["dynamodb_wru"],
+            "state changes: the first run's, extrapolated (an upper bound)",
+        ),
+        ("SQS requests", sqs * per_month, PRICES["sqs_request"], "notifications enqueued"),
+    ]
+
+
 _TABLES: Final = (
+    "AlertRulesTable",
     "ClaimsTable",
     "SubscriptionsTable",
     "DeliveriesTable",
@@ -1007,6 +1132,32 @@ def report(m: Measurement) -> str:
         + ", ".join(f"{line.name} {100 * line.usd / total:.0f} %" for line in dominant)
     )
     say("")
+    if m.alerts is not None:
+        a = m.alerts
+        say(
+            f"Job-health alerts: {a.rules} rules, {a.evaluations} evaluations measured "
+            f"(nothing is added per event: the lines above are the events' own)"
+        )
+        requests = Counter((c.service, c.operation) for c in a.calls)
+        say(
+            "  requests per evaluation: "
+            + ", ".join(
+                f"{service} {operation} {count / a.evaluations:g}"
+                for (service, operation), count in sorted(requests.items())
+            )
+        )
+        alert_lines = alerts_lines(a)
+        for name, quantity, price, note in alert_lines:
+            say(
+                f"  {name:<24}{quantity:>16,.2f}  {price.per:<16}"
+                f"{quantity * price.usd:>9.4f}  {note}"
+            )
+        month = sum(q * p.usd for _, q, p, _ in alert_lines)
+        say(
+            f"  {'a month of evaluations':<24}{'':>16}  {'':<16}{month:>9.4f}  "
+            f"${month / a.rules:.3f} per rule and month (each rule its own query)"
+        )
+        say("")
     say("Fixed monthly cost, whatever the volume")
     fixed = fixed_lines(m)
     for name, quantity, price, note in fixed:
@@ -1108,6 +1259,13 @@ def main(argv: list[str] | None = None) -> int:
         help="DeliverBatchingWindowSeconds as deployed (whole seconds, 0-300; default 0)",
     )
     parser.add_argument(
+        "--alert-rules",
+        type=int,
+        default=0,
+        help="job-health alert rules for the tenant (alerts on); their evaluations are priced "
+        "as a fixed monthly cost per rule (default 0)",
+    )
+    parser.add_argument(
         "--receiver-ms",
         type=int,
         default=0,
@@ -1127,7 +1285,9 @@ def main(argv: list[str] | None = None) -> int:
     load = Load(
         args.rate, args.time_scale, args.ingest_window, args.deliver_window, args.receiver_ms
     )
-    measurement = measure(args.events, args.subscriptions, args.copies, args.warmup, load)
+    measurement = measure(
+        args.events, args.subscriptions, args.copies, args.warmup, load, args.alert_rules
+    )
     print(report(measurement))
     return 0
 

@@ -35,6 +35,7 @@ from jobhooks.management.exceptions import (
 from jobhooks.management.openapi import document_metadata
 from jobhooks.management.request_body import accept_request_body
 from jobhooks.management.routes import (
+    alerts,
     analytics,
     deliveries,
     dlq,
@@ -60,6 +61,7 @@ app.include_router(events.router)
 app.include_router(quarantine.router)
 app.include_router(dlq.router)
 app.include_router(analytics.router)
+app.include_router(alerts.router)
 app.include_router(grants.router)
 app.include_router(portal.router)
 

@@ -464,3 +464,33 @@ def test_a_link_of_another_tenant_does_not_switch_an_open_session_unasked(
     browser.get(their_link)
     wait_until(browser, lambda d: button(d, f"Switch to {theirs}"), "the question").click()
     wait_until(browser, lambda d: theirs in d.find_element(By.ID, "tenant").text, "their tenant")
+
+
+def test_a_team_adds_and_removes_a_job_health_alert_rule(browser: Any, portal: Portal) -> None:
+    tenant = unique("acme")
+    open_link(browser, portal.link(tenant))
+    browser.find_element(By.LINK_TEXT, "Job health").click()
+    wait_until(
+        browser, lambda d: "No alert rule yet." in d.find_element(By.ID, "main").text, "rules"
+    )
+
+    by_label(browser, "Jobs").send_keys("billing-*")
+    by_label(browser, "Failure rate at or above (%)").send_keys("20")
+    button(browser, "Add rule").click()
+    rule = wait_until(
+        browser,
+        lambda d: d.find_element(By.CSS_SELECTOR, "ul[aria-labelledby=rules-heading] li"),
+        "the new rule",
+    )
+    assert "billing-*" in rule.text
+    assert "failure rate at or above 20 %" in rule.text
+    assert "over 15 min with at least 10 outcomes" in rule.text
+
+    button(browser, "Remove").click()
+    dialog = wait_until(
+        browser, lambda d: d.find_element(By.CSS_SELECTOR, "dialog[open]"), "dialog"
+    )
+    dialog.find_element(By.XPATH, ".//button[normalize-space()='Remove']").click()
+    wait_until(
+        browser, lambda d: "No alert rule yet." in d.find_element(By.ID, "main").text, "gone"
+    )

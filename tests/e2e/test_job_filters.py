@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 
 import pytest
+from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.webhook_signature import webhook_id_for
 from jobhooks_tools.publisher import SamplePublication
 from jobhooks_tools.sample_events import completed_body, demo_key, failed_body, make_job_event
@@ -21,9 +23,10 @@ pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
 
 def job_event(tenant: str, source: str, status: str) -> SamplePublication:
+    """A signed event of job `source`, completed now (its analytics row is in today's window)."""
     job_id = str(uuid.uuid4())
     body = (
-        completed_body(job_id, source=source)
+        completed_body(job_id, source=source, completed_at=format_timestamp(datetime.now(UTC)))
         if status == "completed"
         else failed_body(job_id, source=source)
     )

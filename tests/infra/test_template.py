@@ -154,6 +154,8 @@ def test_function_timeouts(template: dict[str, Any]) -> None:
         # A message is one write; a target that failed is not retried within the batch.
         "SpillFunction": 60,
         "ApiFunction": 15,
+        # One job_health_window query per tenant and window, each waited for 40 s at most.
+        "AlertsFunction": 60,
         # API Gateway waits at most 10 s for an authorizer.
         "AuthorizerFunction": 5,
     }
@@ -626,6 +628,7 @@ def test_architecture_page_still_parses() -> None:
         "SubscriptionsTable",
         "DeliveriesTable",
         "QuarantineTable",
+        "AlertRulesTable",
     }
     assert all(table["indexes"] for table in tables.values())
 

@@ -150,6 +150,10 @@ EXPECTED: dict[str, dict[QueryWindow, list[list[Any]]]] = {
         ],
         MEASURED: [["storage_write_failed", "exports", 1]],
     },
+    "job_health_window": {
+        FETCHER: [["exports", 4, 2, 0.5, 2, 3000], ["payments", 6, 1, 0.1667, 5, 500]],
+        MEASURED: [["exports", 3, 1, 0.3333, 2, 20], ["payments", 2, 0, 0.0, 2, 40]],
+    },
     "slowest_jobs": {
         FETCHER: [
             ["exports", 4, 2, 1000, 3000, 3000],

@@ -32,6 +32,7 @@ from tests.integration.portal_support import (
     gateway_api,
 )
 
+ALERT_RULE = {"tenant_id": "acme", "job_name": "billing-*", "failure_rate": 0.5}
 BOUND_ACME = "arn:aws:sts::123456789012:assumed-role/acme-ci/run-1"
 BOUND_GLOBEX = "arn:aws:sts::123456789012:assumed-role/globex-ci/run-1"
 CALLERS = ("operator", "bound", "other", "nobody")
@@ -47,6 +48,12 @@ class World:
     event_id: str
     unmatched_event_id: str
     quarantine_id: str
+    alert_rule_id: str
+
+    def alert_rule(self) -> str:
+        created = self.api.post("/v1/alerts", ALERT_RULE)
+        assert created.status == 201, created.text
+        return str(created.body["rule_id"])
 
     def subscription(self) -> str:
         created = self.api.post(
@@ -102,6 +109,8 @@ def world(
         bridge.deliver()
         (delivery,) = api.get("/v1/deliveries", subscription_id=subscription_id).body["deliveries"]
         (quarantined,) = api.get("/v1/quarantine").body["messages"]
+        rule = api.post("/v1/alerts", ALERT_RULE)
+        assert rule.status == 201, rule.text
         yield World(
             api=api,
             bridge=bridge,
@@ -111,6 +120,7 @@ def world(
             event_id=delivery["event_id"],
             unmatched_event_id=bytes(unmatched.headers["ce-id"]).decode(),
             quarantine_id=quarantined["quarantine_id"],
+            alert_rule_id=rule.body["rule_id"],
         )
 
 
@@ -207,6 +217,14 @@ V1_ROUTES = {
         (404, 403, 403, 403),
     ),
     "list_analytics_rows": Route("GET", lambda w: "/v1/analytics/rows", None, OPERATORS_ONLY),
+    "create_alert_rule": Route(
+        "POST", lambda w: "/v1/alerts", lambda w: ALERT_RULE, (201, 201, 404, 403)
+    ),
+    "list_alert_rules": Route("GET", lambda w: "/v1/alerts?tenant_id=acme", None, SCOPED),
+    "get_alert_rule": Route("GET", lambda w: f"/v1/alerts/{w.alert_rule_id}", None, SCOPED),
+    "delete_alert_rule": Route(
+        "DELETE", lambda w: f"/v1/alerts/{w.alert_rule()}", None, (204, 204, 404, 403)
+    ),
     "revoke_portal_access": Route(
         "POST", lambda w: "/v1/portal/revocations",
         lambda w: {"session_id": "ses_" + "0" * 32}, OPERATORS_ONLY,
@@ -315,6 +333,16 @@ PORTAL_ROUTES = {
     ),
     "portal_job_health": PortalRoute(
         "GET", lambda w: "/portal/api/analytics/jobs", None, (200, 200, 403, 403)
+    ),
+    "portal_list_alert_rules": PortalRoute(
+        "GET", lambda w: "/portal/api/alerts", None, (200, 200, 403, 403)
+    ),
+    "portal_create_alert_rule": PortalRoute(
+        "POST", lambda w: "/portal/api/alerts",
+        lambda w: {"job_name": "reports", "p95_ms": 60000}, (201, 201, 403, 403),
+    ),
+    "portal_delete_alert_rule": PortalRoute(
+        "DELETE", lambda w: f"/portal/api/alerts/{w.alert_rule()}", None, (204, 404, 403, 403)
     ),
 }  # fmt: skip
 

@@ -14,6 +14,7 @@ from jobhooks.inbound.keys import HmacKey, KeyConfigurationError, derive_externa
 from jobhooks_tools.cli.exceptions import CliError
 
 USAGE_ERROR = 2
+DEFAULT_ALERT_INTERVAL = 60
 
 _DESCRIPTION = """\
 Run the whole bridge locally: RabbitMQ (the broker at --amqp-url, else a private node of the
@@ -21,8 +22,9 @@ installed rabbitmq-server), the shovel, a local AWS emulator (moto) holding the 
 tables, key and secret of template.yaml, the ingest and deliver functions driven like the
 Lambda SQS event source, and the management API on localhost. Every accepted event is also a
 row of the analytics table, written under the data directory and answered by DuckDB
-(`jobhooks analytics ...`). One line per ingested, rejected or delivered message. Ctrl-C (or
-SIGTERM) stops everything.
+(`jobhooks analytics ...`); the tenants' job-health alert rules are evaluated on those rows
+every --alert-interval seconds. One line per ingested, rejected or delivered message and per
+notification (what the operators' SNS topic receives). Ctrl-C (or SIGTERM) stops everything.
 
 --demo also starts a receiver that verifies signatures, registers it as a webhook of tenant
 acme and publishes sample events: a completed and a failed one (delivered), a repairer
@@ -79,6 +81,14 @@ def register(subparsers: Any) -> None:
         help="most concurrent invocations per function (default 2)",
     )
     parser.add_argument(
+        "--alert-interval",
+        type=_positive,
+        default=DEFAULT_ALERT_INTERVAL,
+        metavar="SECONDS",
+        help=f"how often the job-health alert rules are evaluated (default "
+        f"{DEFAULT_ALERT_INTERVAL}; every 5 minutes on AWS)",
+    )
+    parser.add_argument(
         "--log-file",
         metavar="PATH",
         help="where the functions' and the shovel's logs go (default: a temporary file)",
@@ -123,6 +133,7 @@ def run_dev(args: argparse.Namespace) -> int:
             parameters=parameters,
             api_port=args.api_port,
             max_concurrency=args.max_concurrency,
+            schedule_intervals={"AlertsFunction": args.alert_interval},
             log_level=args.log_level,
             log_path=Path(args.log_file) if args.log_file else None,
             data_dir=data_dir,
@@ -209,6 +220,15 @@ def _print_summary(console: _Console, stack: Any, key: HmacKey, key_origin: str)
             f"  {logical_id:<15} batch {function.batch_size}, timeout {function.timeout_seconds}"
             f" s, {function.memory_mb} MB, polls {resources.names[function.queue]}"
         )
+    for logical_id, scheduled in stack.scheduled.items():
+        function = functions[logical_id]
+        lines.append(
+            f"  {logical_id:<15} timeout {function.timeout_seconds} s, {function.memory_mb} MB, "
+            f"every {scheduled.interval_seconds:g} s (job-health alert rules)"
+        )
+    topic = resources.refs.get("OperationsTopic")
+    if topic:
+        lines.append(f"  operators' SNS  {topic} (each notification: a 'notify' line below)")
     api = stack.api_url or "not available in this checkout"
     lines += [
         f"  management API  {api}",

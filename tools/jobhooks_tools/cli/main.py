@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "jobhooks_tools.cli.dev",
     "jobhooks_tools.cli.publish_sample",
     "jobhooks_tools.cli.webhooks",
+    "jobhooks_tools.cli.alerts",
     "jobhooks_tools.cli.deliveries",
     "jobhooks_tools.cli.quarantine",
     "jobhooks_tools.cli.dlq",

@@ -108,7 +108,7 @@ def register(subparsers: Any) -> None:
     _subscription_arguments(rotate)
     rotate.add_argument(
         "--grace",
-        type=_duration,
+        type=duration_seconds,
         metavar="DURATION",
         help="how long the old secret still signs: 0 to 7d, as seconds or 30m, 24h, 7d "
         "(default 24h)",
@@ -242,7 +242,8 @@ def _event_list(text: str) -> list[str]:
     return events
 
 
-def _duration(text: str) -> int:
+def duration_seconds(text: str) -> int:
+    """`3600`, `30m`, `24h`, `7d` as seconds (the CLI's durations)."""
     match = _DURATION.match(text)
     if match is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 3600, 30m, 24h, 7d")

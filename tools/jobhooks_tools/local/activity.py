@@ -22,7 +22,7 @@ _SEEN: Final = "_jobhooks_activity_seen"
 class Activity:
     """Something that happened to one message, delivery or component."""
 
-    source: str  # ingest | deliver | shovel | receiver | demo | aws
+    source: str  # ingest | deliver | notify | alerts | shovel | receiver | demo | aws
     what: str  # accepted | duplicate | rejected | delivered | retrying | parked | ...
     text: str
     fields: dict[str, Any]
@@ -101,6 +101,20 @@ def describe(record: logging.LogRecord) -> Activity | None:
         return _activity(
             record, "deliver", what, f"{event_id} -> {fields.get('subscription_id', '')}: {message}"
         )
+    if message == "notification sent":
+        # What an operator's SNS subscription would receive, as one line (docs/notifications.md).
+        deliveries = fields.get("deliveries", 0)
+        text = (
+            f"{fields.get('tenant_id', '')}: {deliveries} "
+            f"deliver{'y' if deliveries == 1 else 'ies'}"
+            + (
+                f" (about {fields['about_subscription_id']})"
+                if fields.get("about_subscription_id")
+                else ""
+            )
+            + (", operators' topic" if fields.get("published") else "")
+        )
+        return _activity(record, "notify", str(fields.get("notification_type", "")), text)
     # Logger names, not module paths: the tools log under the `jobhooks` logger (dev_stack
     # attaches the console feed there), e.g. `jobhooks.local.aws_limits.guard`, `jobhooks.shovel`.
     if record.name.startswith(("jobhooks.local.aws_limits", "jobhooks.local.iam")):

@@ -77,6 +77,7 @@ from jobhooks_tools.local.rabbitmq import (
     rabbitmq_script,
     start_private_rabbitmq,
 )
+from jobhooks_tools.local.schedule import ScheduledFunction
 from jobhooks_tools.local.tcp_proxy import TcpProxy
 from jobhooks_tools.local.template import (
     LocalFunction,
@@ -147,6 +148,9 @@ class DevStackSettings:
     # whole seconds only; fractions are for benches that compress time (bench/cost.py
     # --time-scale divides the windows by the factor it speeds publishing up by).
     batching_windows: Mapping[str, float] = field(default_factory=dict)
+    # How often (seconds) a function with a Schedule event runs, by logical id, instead of the
+    # template's rate: `jobhooks dev --alert-interval` sets AlertsFunction's (default 60 s).
+    schedule_intervals: Mapping[str, float] = field(default_factory=dict)
     # Powertools EMF metrics on stdout (benches count their bytes).
     emit_metrics: bool = False
     # Send this process's stdout to the log file while the stack runs, as Lambda sends a
@@ -182,6 +186,7 @@ class DevStack:
         self.event_sources: dict[str, SqsEventSource] = {}
         # Throttling and 5xx answers on demand, per function and service (tests/e2e).
         self.faults = FaultInjector()
+        self.scheduled: dict[str, ScheduledFunction] = {}
         self.api_url: str | None = None
         self.log_path: Path | None = None
         self._owns_broker = False
@@ -243,6 +248,9 @@ class DevStack:
     def stop(self) -> None:
         """Stop every part, newest first; safe to call twice and after a failed start."""
         self.stop_shovel()
+        for scheduled in self.scheduled.values():
+            scheduled.stop(timeout=65)
+        self.scheduled.clear()
         for source in self.event_sources.values():
             source.stop(timeout=15)
         self.event_sources.clear()
@@ -562,6 +570,18 @@ class DevStack:
         _forget_cached_clients()
         resources = self._resources
         for function in resources.functions.values():
+            if function.schedule_seconds is not None:
+                self.scheduled[function.logical_id] = ScheduledFunction(
+                    self._load_handler(function),
+                    interval_seconds=float(
+                        self.settings.schedule_intervals.get(
+                            function.logical_id, function.schedule_seconds
+                        )
+                    ),
+                    function_name=f"{resources.prefix}-{function.logical_id}",
+                    function_timeout_seconds=float(function.timeout_seconds),
+                    memory_limit_in_mb=function.memory_mb,
+                )
             if function.queue is None:
                 continue
             handler = self._load_handler(function)
@@ -584,6 +604,14 @@ class DevStack:
         self._route_logs()
         for source in self.event_sources.values():
             source.start()
+        for scheduled in self.scheduled.values():
+            scheduled.start()
+
+    def run_scheduled(self, logical_id: str) -> object:
+        """Invoke a scheduled function now (e.g. "AlertsFunction"), as its schedule would."""
+        if logical_id not in self.scheduled:
+            raise DevStackError(f"{logical_id} is not a scheduled function of the template")
+        return self.scheduled[logical_id].run_now()
 
     def batching_window(self, function: LocalFunction) -> float:
         """The seconds `function`'s event source waits to fill a batch: the settings' override,

@@ -51,7 +51,8 @@ TABLE_TYPE: Final = "AWS::DynamoDB::Table"
 KEY_TYPE: Final = "AWS::KMS::Key"
 ALIAS_TYPE: Final = "AWS::KMS::Alias"
 SECRET_TYPE: Final = "AWS::SecretsManager::Secret"  # noqa: S105 - a resource type
-PROVISIONED_TYPES: Final = (QUEUE_TYPE, TABLE_TYPE, KEY_TYPE, ALIAS_TYPE, SECRET_TYPE)
+TOPIC_TYPE: Final = "AWS::SNS::Topic"
+PROVISIONED_TYPES: Final = (QUEUE_TYPE, TABLE_TYPE, KEY_TYPE, ALIAS_TYPE, SECRET_TYPE, TOPIC_TYPE)
 EMBEDDED_LOCALLY: Final = (
     "AWS::KinesisFirehose::DeliveryStream",
     "AWS::S3::Bucket",
@@ -105,6 +106,9 @@ _QUEUE_CREATE_ONLY: Final = frozenset({"FifoQueue"})
 _SAM_DEFAULT_TIMEOUT: Final = 3
 _SAM_DEFAULT_MEMORY: Final = 128
 _SUB_VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
+# EventBridge's rate expressions, as a Schedule event of a function gives them.
+_RATE: Final = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
+_RATE_UNITS: Final = {"minute": 60, "hour": 3600, "day": 86400}
 _NO_VALUE: Final = object()
 
 
@@ -192,6 +196,8 @@ class LocalFunction:
     batch_size: int | None = None
     maximum_concurrency: int | None = None
     batching_window_seconds: int = 0
+    # A Schedule event's rate, in seconds (the local stack invokes the function that often).
+    schedule_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -841,12 +847,19 @@ class _Provisioner:
                     secrets.put_secret_value(SecretId=arn, SecretString=wanted)
         return _Created(SECRET_TYPE, arn, name, {"Id": arn})
 
+    def _topic(self, logical_id: str, properties: Mapping[str, Any]) -> _Created:
+        # CreateTopic is idempotent: the same name gives the same topic back.
+        name = self._name(logical_id, properties, "TopicName")
+        arn = str(self._client("sns").create_topic(Name=name)["TopicArn"])
+        return _Created(TOPIC_TYPE, arn, name, {"TopicArn": arn, "TopicName": name})
+
     _creators: Final[dict[str, Callable[[_Provisioner, str, Mapping[str, Any]], _Created]]] = {
         QUEUE_TYPE: _queue,
         TABLE_TYPE: _table,
         KEY_TYPE: _key,
         ALIAS_TYPE: _alias,
         SECRET_TYPE: _secret,
+        TOPIC_TYPE: _topic,
     }
 
     # -- functions ----------------------------------------------------------------------
@@ -880,7 +893,23 @@ class _Provisioner:
             batch_size=batch_size,
             maximum_concurrency=concurrency,
             batching_window_seconds=window,
+            schedule_seconds=self._schedule_seconds(logical_id, properties),
         )
+
+    def _schedule_seconds(self, logical_id: str, properties: Mapping[str, Any]) -> int | None:
+        rates = [
+            _as_string(self._resolve((event.get("Properties") or {}).get("Schedule", "")))
+            for event in (properties.get("Events") or {}).values()
+            if event.get("Type") == "Schedule"
+        ]
+        if not rates:
+            return None
+        match = _RATE.match(rates[0]) if len(rates) == 1 else None
+        if match is None:
+            raise LocalTemplateError(
+                f"{logical_id}: one Schedule event with a rate(N unit) expression is supported"
+            )
+        return int(match.group(1)) * _RATE_UNITS[match.group(2).rstrip("s")]
 
     def _sqs_event_sources(
         self, logical_id: str, properties: Mapping[str, Any]

@@ -35,6 +35,7 @@ from jobhooks.storage.clients import aws_client
 from jobhooks.storage.times import utc_now
 
 if TYPE_CHECKING:
+    from jobhooks.alerts.store import AlertRuleStore
     from jobhooks.delivery.attempt_log import AttemptLog
     from jobhooks.delivery.first_attempts import FirstAttemptLog
     from jobhooks.delivery.history import DeliveryHistory
@@ -83,6 +84,17 @@ class ManagementContext:
             max_per_tenant=self.settings.max_subscriptions_per_tenant,
             clock=self.clock,
         )
+
+    @functools.cached_property
+    def alert_rules(self) -> AlertRuleStore:
+        if not self.settings.alert_rules_table:
+            raise ManagementMisconfiguredError(
+                "JOBHOOKS_ALERT_RULES_TABLE: the alert rules table is needed for /v1/alerts "
+                "(template.yaml's AlertRulesTable)"
+            )
+        from jobhooks.alerts.store import AlertRuleStore
+
+        return AlertRuleStore(self.settings.alert_rules_table, self.dynamodb, clock=self.clock)
 
     @functools.cached_property
     def attempt_log(self) -> AttemptLog:

@@ -15,6 +15,27 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobhooks.alerts.model import (
+    DEFAULT_MIN_OUTCOMES as DEFAULT_ALERT_MIN_OUTCOMES,
+)
+from jobhooks.alerts.model import (
+    DEFAULT_WINDOW as DEFAULT_ALERT_WINDOW,
+)
+from jobhooks.alerts.model import (
+    MAX_MIN_OUTCOMES as MAX_ALERT_MIN_OUTCOMES,
+)
+from jobhooks.alerts.model import (
+    MAX_P95_MS as MAX_ALERT_P95_MS,
+)
+from jobhooks.alerts.model import (
+    MAX_PATTERN_LENGTH as MAX_ALERT_PATTERN_LENGTH,
+)
+from jobhooks.alerts.model import (
+    MAX_WINDOW as MAX_ALERT_WINDOW,
+)
+from jobhooks.alerts.model import (
+    MIN_WINDOW as MIN_ALERT_WINDOW,
+)
 from jobhooks.delivery.network_policy import MAX_URL_LENGTH
 from jobhooks.delivery_task import DELIVERY_ID_PATTERN as DELIVERY_ID_PATTERN
 from jobhooks.ingest.model import QUARANTINE_ID_PATTERN as QUARANTINE_ID_PATTERN
@@ -443,3 +464,100 @@ class PendingAnalyticsQuery(_AnalyticsWindow):
     query_id: str
     state: str = Field(description="Athena's state: QUEUED or RUNNING")
     scanned_bytes: int = Field(description="bytes Athena has scanned so far")
+
+
+# -- job-health alerts -----------------------------------------------------------------------
+
+ALERT_RULE_ID_PATTERN: Final = r"^alr_[A-Za-z0-9_-]{1,64}$"
+DEFAULT_ALERT_WINDOW_SECONDS: Final = int(DEFAULT_ALERT_WINDOW.total_seconds())
+MIN_ALERT_WINDOW_SECONDS: Final = int(MIN_ALERT_WINDOW.total_seconds())
+MAX_ALERT_WINDOW_SECONDS: Final = int(MAX_ALERT_WINDOW.total_seconds())
+
+
+class _AlertRuleFields(_Request):
+    job_name: str = Field(
+        min_length=1,
+        max_length=MAX_ALERT_PATTERN_LENGTH,
+        description="a job name or a glob pattern (billing-*) matched against the outcomes' "
+        "job_name; each matching job is judged on its own",
+    )
+    failure_rate: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="degraded when the job's failure rate over the window is at or above this "
+        "fraction (0.2 is 20 %)",
+    )
+    p95_ms: int | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_ALERT_P95_MS,
+        description="degraded when the p95 of the job's measured durations is at or above this",
+    )
+    min_outcomes: int = Field(
+        default=DEFAULT_ALERT_MIN_OUTCOMES,
+        ge=1,
+        le=MAX_ALERT_MIN_OUTCOMES,
+        description="the outcomes (and, for p95_ms, measured durations) the window must hold "
+        "for a verdict; with fewer, the job keeps its state",
+    )
+    window_seconds: int = Field(
+        default=DEFAULT_ALERT_WINDOW_SECONDS,
+        ge=MIN_ALERT_WINDOW_SECONDS,
+        le=MAX_ALERT_WINDOW_SECONDS,
+        description="how far back each evaluation looks (default 900: 15 minutes)",
+    )
+
+
+class CreateAlertRuleRequest(_AlertRuleFields):
+    """A rule needs `failure_rate`, `p95_ms` or both."""
+
+    tenant_id: str = Field(min_length=1, max_length=MAX_TENANT_ID_LENGTH)
+
+
+class PortalAlertRuleRequest(_AlertRuleFields):
+    """A new rule of the session's tenant (the tenant comes from the session, never here)."""
+
+
+class DegradedJobView(_Model):
+    job_name: str
+    degraded_since: Timestamp
+    outcomes: int
+    failures: int
+    failure_rate: float
+    p95_duration_ms: int | None = None
+
+
+class AlertView(_Model):
+    """One alert a rule sent."""
+
+    rule_id: str
+    type: str = Field(description="job_health.degraded or job_health.recovered")
+    job_name: str
+    at: Timestamp
+    outcomes: int
+    failures: int
+    failure_rate: float
+    p95_duration_ms: int | None = None
+    deliveries: int = Field(description="the tenant's subscriptions it was delivered to")
+
+
+class AlertRuleView(_Model):
+    rule_id: str
+    tenant_id: str
+    job_name: str
+    failure_rate: float | None = None
+    p95_ms: int | None = None
+    min_outcomes: int
+    window_seconds: int
+    created_at: Timestamp
+    degraded: list[DegradedJobView] = Field(
+        default_factory=list, description="the jobs this rule finds degraded now"
+    )
+
+
+class AlertRuleList(_Model):
+    rules: list[AlertRuleView]
+    recent_alerts: list[AlertView] = Field(
+        description="the rules' latest alerts, newest first (20 per rule at most)"
+    )

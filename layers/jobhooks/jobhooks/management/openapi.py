@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from jobhooks import __version__
 from jobhooks.inbound.rejection import Reason
 from jobhooks.management.models import (
+    ALERT_RULE_ID_PATTERN,
     CURSOR_MAX_LENGTH,
     DELIVERY_ID_PATTERN,
     EVENT_ID_PATTERN,
@@ -24,6 +25,7 @@ from jobhooks.management.models import (
     QUESTION_NAME_PATTERN,
     SUBSCRIPTION_ID_PATTERN,
     WINDOW_BOUND_MAX_LENGTH,
+    CreateAlertRuleRequest,
     CreateSubscriptionRequest,
     DeadLetterQueue,
     ErrorBody,
@@ -58,6 +60,9 @@ DeliveryIdPath = Annotated[
 EventIdPath = Annotated[str, Path(pattern=EVENT_ID_PATTERN, description="an event's ce-id")]
 QuarantineIdPath = Annotated[
     str, Path(pattern=QUARANTINE_ID_PATTERN, description="a quarantine id (q_...)")
+]
+AlertRuleIdPath = Annotated[
+    str, Path(pattern=ALERT_RULE_ID_PATTERN, description="an alert rule id (alr_...)")
 ]
 SubscriptionIdQuery = Annotated[
     str | None, Query(pattern=SUBSCRIPTION_ID_PATTERN, description="a subscription id (sub_...)")
@@ -153,6 +158,14 @@ CreateSubscriptionBody = Annotated[
                     "description": "on-call alerts",
                 }
             ),
+            "billing jobs and their health": _example(
+                {
+                    "tenant_id": "acme",
+                    "url": "https://hooks.example.com/billing",
+                    "event_types": ["job.failed", "job_health.degraded", "job_health.recovered"],
+                    "job_names": ["billing-*"],
+                }
+            ),
         }
     ),
 ]
@@ -162,6 +175,25 @@ UpdateSubscriptionBody = Annotated[
         openapi_examples={
             "disable": _example({"status": "disabled"}),
             "move": _example({"url": "https://hooks.example.com/v2/fetcher"}),
+        }
+    ),
+]
+CreateAlertRuleBody = Annotated[
+    CreateAlertRuleRequest,
+    Body(
+        openapi_examples={
+            "failing billing jobs": _example(
+                {"tenant_id": "acme", "job_name": "billing-*", "failure_rate": 0.2}
+            ),
+            "slow reports": _example(
+                {
+                    "tenant_id": "acme",
+                    "job_name": "nightly-report",
+                    "p95_ms": 60000,
+                    "min_outcomes": 5,
+                    "window_seconds": 3600,
+                }
+            ),
         }
     ),
 ]

@@ -40,6 +40,8 @@ class ManagementSettings(Settings):
     # The spill path's queues (jobhooks.spill): `dlq --queue spill` needs them.
     spill_queue_url: str = ""
     spill_dlq_url: str = ""
+    # Job-health alert rules (/v1/alerts); the routes say so when it is missing.
+    alert_rules_table: str = ""
     # Needed to create subscriptions and rotate secrets; the store says so when it is missing.
     kms_key_id: str = ""
     allow_private_webhooks: bool = False

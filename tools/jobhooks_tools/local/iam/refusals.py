@@ -14,6 +14,7 @@ _ACCESS_DENIED_CODES: Final = {
     "s3": ("AccessDenied", 403),
     "sts": ("AccessDenied", 403),
     "iam": ("AccessDenied", 403),
+    "sns": ("AuthorizationError", 403),
 }
 _DEFAULT_CODE: Final = ("AccessDeniedException", 400)
 

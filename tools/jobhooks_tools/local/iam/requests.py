@@ -284,6 +284,17 @@ def _glue(action: str, operation: str, params: Mapping[str, Any], site: CallSite
     raise UnmappedRequestError(f"{action}: not used by the functions; map it first")
 
 
+# ------------------------------------------------------------------------------ SNS
+
+
+def _sns(action: str, operation: str, params: Mapping[str, Any], site: CallSite) -> list[Request]:
+    # The operators' topic (jobhooks.notifications): Publish names the topic by its ARN.
+    topic = params.get("TopicArn") or params.get("TargetArn")
+    if operation != "Publish" or not topic:
+        raise UnmappedRequestError(f"{action}: not used by the functions; map it first")
+    return [Request(action, str(topic))]
+
+
 _MAPPERS: Final[dict[str, Callable[[str, str, Mapping[str, Any], CallSite], list[Request]]]] = {
     "dynamodb": _dynamodb,
     "sqs": _sqs,
@@ -293,4 +304,5 @@ _MAPPERS: Final[dict[str, Callable[[str, str, Mapping[str, Any], CallSite], list
     "s3": _s3,
     "athena": _athena,
     "glue": _glue,
+    "sns": _sns,
 }

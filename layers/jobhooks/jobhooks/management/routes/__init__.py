@@ -7,6 +7,7 @@
     dlq             /v1/dlq...: what is parked in the dead-letter queues, redrive
     analytics       /v1/analytics...: the analytics table's reviewed questions and rows
                     (operators only: the table spans every tenant)
+    alerts          /v1/alerts...: a tenant's job-health alert rules and their recent alerts
     grants          /v1/grants...: which IAM callers are bound to which tenants (operators)
     portal          /v1/portal/...: portal links and revocations (operators); /portal...: the
                     tenant portal's page, its link-for-session exchange and its API

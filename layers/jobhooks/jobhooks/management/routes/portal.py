@@ -19,11 +19,15 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.shared.cookies import Cookie, SameSite
 from pydantic import BaseModel
 
-from jobhooks.management import deliveries, subscriptions
+from jobhooks.management import alerts, deliveries, subscriptions
 from jobhooks.management.models import (
+    AlertRuleList,
+    AlertRuleView,
+    CreateAlertRuleRequest,
     CreateSubscriptionRequest,
     DeliveryDetail,
     DeliveryPage,
+    PortalAlertRuleRequest,
     ReplayedDelivery,
     RotateSecretRequest,
     SubscriptionPage,
@@ -33,6 +37,7 @@ from jobhooks.management.models import (
     UpdateSubscriptionRequest,
 )
 from jobhooks.management.openapi import (
+    AlertRuleIdPath,
     CursorQuery,
     DeliveryIdPath,
     LimitQuery,
@@ -435,6 +440,52 @@ def handle_portal_job_health(
     return analytics.job_health(
         session.tenant_id, days=days, now=context.clock(), engine=engine, pseudonymizer=pseudonyms
     )
+
+
+@router.get(
+    "/portal/api/alerts",
+    operation_id="portal_list_alert_rules",
+    summary="The tenant's job-health alert rules and their recent alerts",
+    responses=portal_documented(OK, AlertRuleList),
+    tags=PORTAL_TAG,
+    security=SESSION_SECURITY,
+)
+def handle_portal_list_alert_rules(session: Session, context: Context) -> AlertRuleList:
+    return alerts.list_alert_rules(context, session.tenant_id)
+
+
+@router.post(
+    "/portal/api/alerts",
+    operation_id="portal_create_alert_rule",
+    summary="Add a job-health alert rule",
+    status_code=CREATED,
+    responses=portal_documented(CREATED, AlertRuleView, CONFLICT),
+    tags=PORTAL_TAG,
+    security=SESSION_SECURITY,
+)
+def handle_portal_create_alert_rule(
+    body: PortalAlertRuleRequest, session: Session, context: Context
+) -> AlertRuleView:
+    return alerts.create_alert_rule(
+        context,
+        CreateAlertRuleRequest(tenant_id=session.tenant_id, **body.model_dump()),
+    )
+
+
+@router.delete(
+    "/portal/api/alerts/<rule_id>",
+    operation_id="portal_delete_alert_rule",
+    summary="Remove an alert rule",
+    status_code=NO_CONTENT,
+    responses=portal_documented(NO_CONTENT, None, NOT_FOUND),
+    tags=PORTAL_TAG,
+    security=SESSION_SECURITY,
+)
+def handle_portal_delete_alert_rule(
+    rule_id: AlertRuleIdPath, session: Session, context: Context
+) -> Response[None]:
+    alerts.delete_alert_rule(context, rule_id, tenant_id=session.tenant_id)
+    return Response(status_code=NO_CONTENT, body=None)
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -68,4 +68,7 @@ export const api = {
   delivery: (id) => request("GET", `/portal/api/deliveries/${encodeURIComponent(id)}`),
   replay: (id) => request("POST", `/portal/api/deliveries/${encodeURIComponent(id)}/replay`),
   jobHealth: (days) => request("GET", `/portal/api/analytics/jobs?days=${days}`),
+  alertRules: () => request("GET", "/portal/api/alerts"),
+  createAlertRule: (fields) => request("POST", "/portal/api/alerts", fields),
+  removeAlertRule: (id) => request("DELETE", `/portal/api/alerts/${encodeURIComponent(id)}`),
 };

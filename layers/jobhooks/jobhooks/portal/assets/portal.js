@@ -4,6 +4,7 @@
 // The link's token arrives in the URL fragment (#t=...), which browsers never send to a
 // server, nor put in a Referer. It is removed from the address bar before anything else runs,
 // then sent once, in a header, to be exchanged for an HttpOnly session cookie.
+import { alertsSection } from "./alerts.js";
 import { api, ApiError } from "./api.js";
 import { jobHealthCharts, jobHealthTable } from "./chart.js";
 import { announce, confirmDialog, h, show, when } from "./dom.js";
@@ -88,19 +89,19 @@ async function route() {
 
 async function analyticsPage() {
   const days = 14;
-  const report = await api.jobHealth(days);
+  const [report, alerts] = await Promise.all([api.jobHealth(days), alertsSection(() => act(analyticsPage))]);
   const heading = h("h1", {}, "Job health");
   if (!report.configured) {
-    return show(heading, h("p", {}, "Analytics is not configured on this deployment, so there is no job health to show."));
+    return show(heading, h("p", {}, "Analytics is not configured on this deployment, so there is no job health to show."), ...alerts);
   }
   if (report.pending) {
-    return show(heading, h("p", {}, report.note || "Still computing; try again in a minute."));
+    return show(heading, h("p", {}, report.note || "Still computing; try again in a minute."), ...alerts);
   }
   const window_ = h("p", { className: "hint" }, `Your jobs' outcomes from ${when(report.window_from)} to ${when(report.window_to)} (UTC days).`);
   if (!report.points.length) {
-    return show(heading, window_, h("p", {}, report.note || "No outcome in this window."));
+    return show(heading, window_, h("p", {}, report.note || "No outcome in this window."), ...alerts);
   }
-  return show(heading, window_, jobHealthCharts(report.points), jobHealthTable(report.points));
+  return show(heading, window_, jobHealthCharts(report.points), jobHealthTable(report.points), ...alerts);
 }
 
 async function signOut() {
