@@ -50,11 +50,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _package_fixture_of(item: pytest.Item) -> str | None:
+    """The package whose package-scoped fixture the test uses, if any."""
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
         return None
     for name in sorted(info.name2fixturedefs):
         definitions = info.name2fixturedefs[name]
         if definitions and definitions[-1].scope == "package":
-            return f"{definitions[-1].baseid or '.'}::{name}"
+            # One group per package: its tests share whichever of its stacks they use.
+            return definitions[-1].baseid or "."
     return None
