@@ -46,7 +46,16 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   fi
   rm -rf "$venv"
   "$python" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q -e "$root[dev]"
+  # uv resolves and installs the ~120 packages in about 20 s where pip took about 4 minutes
+  # on two busy cores (its cache, ~/.cache/uv, makes the next venv quicker still). Without uv
+  # (no registry at hand, an unusual platform) pip does the same work.
+  if "$venv/bin/python" -m pip install -q uv \
+     && "$venv/bin/uv" pip install -q --python "$venv/bin/python" -e "$root[dev]"; then
+    :
+  else
+    echo "jobhooks: uv failed; installing with pip" >&2
+    "$venv/bin/python" -m pip install -q --upgrade pip
+    "$venv/bin/python" -m pip install -q -e "$root[dev]"
+  fi
   echo "$want" > "$stamp"
 fi

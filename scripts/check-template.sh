@@ -45,7 +45,12 @@ sam_venv="$root/.venv-sam"
 if [ ! -x "$sam_venv/bin/sam" ]; then
     echo "check-template: installing aws-sam-cli into $sam_venv"
     python3.12 -m venv "$sam_venv"
-    "$sam_venv/bin/pip" install --quiet --disable-pip-version-check aws-sam-cli
+    # The project's venv brings uv (scripts/bootstrap.sh): seconds instead of minutes of pip.
+    uv="$root/.venv/bin/uv"
+    if ! { [ -x "$uv" ] && "$uv" pip install --quiet --python "$sam_venv/bin/python" aws-sam-cli; }
+    then
+        "$sam_venv/bin/pip" install --quiet --disable-pip-version-check aws-sam-cli
+    fi
 fi
 sam="$sam_venv/bin/sam"
 "$sam" --version

@@ -2,25 +2,64 @@
 # Set everything up and run every check: lint, types, template checks, the test suite.
 # Installs what the tests need (the virtualenv, Debian's rabbitmq-server, chromium and
 # chromium-driver when absent); the suite itself starts moto's server, a private RabbitMQ node
-# and headless Chromium on free ports.
-#   scripts/test.sh                 everything
-#   scripts/test.sh tests/unit -x   only pytest, with these arguments
+# and headless Chromium on free ports (one of each per worker).
+#   scripts/test.sh                 everything, pytest in parallel workers
+#   scripts/test.sh --deep          everything, with many more generated examples per property
+#   scripts/test.sh tests/unit -x   only pytest, with these arguments (one process; add -n 2
+#                                   for workers)
+# JOBHOOKS_TEST_WORKERS sets the number of pytest workers of the full run (default: one per
+# core, at least 2); docs/development.md says where the time goes.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+
+if [ "${1:-}" = "--deep" ]; then
+    shift
+    export JOBHOOKS_DEEP_TESTS=1
+fi
+
+# The Debian packages install while the virtualenv is built: both mostly wait on downloads.
+system_log="$(mktemp -t jobhooks-system.XXXXXX)"
+(
+    if [ -x scripts/ensure-rabbitmq.sh ]; then scripts/ensure-rabbitmq.sh; fi
+    if [ -x scripts/ensure-chromium.sh ]; then scripts/ensure-chromium.sh; fi
+) >"$system_log" 2>&1 &
+system_pid=$!
 source scripts/bootstrap.sh
-if [ -x scripts/ensure-rabbitmq.sh ]; then scripts/ensure-rabbitmq.sh; fi
-if [ -x scripts/ensure-chromium.sh ]; then scripts/ensure-chromium.sh; fi
+if ! wait "$system_pid"; then
+    cat "$system_log" >&2
+    exit 1
+fi
+cat "$system_log"
+rm -f "$system_log"
 
 if [ "$#" -gt 0 ]; then exec .venv/bin/pytest "$@"; fi
 
-echo "== ruff" && .venv/bin/ruff check .
-echo "== mypy (strict)" && .venv/bin/mypy
-if [ -x scripts/check-template.sh ]; then echo "== template" && scripts/check-template.sh; fi
-echo "== pytest"
+# The static checks run beside pytest: they need one core for a minute or two, and the
+# suite's workers spend much of their time waiting on brokers, queues and receivers.
+static_log="$(mktemp -t jobhooks-static.XXXXXX)"
+(
+    set -e
+    echo "== ruff" && .venv/bin/ruff check .
+    echo "== mypy (strict)" && .venv/bin/mypy
+    if [ -x scripts/check-template.sh ]; then echo "== template" && scripts/check-template.sh; fi
+) >"$static_log" 2>&1 &
+static_pid=$!
+
+workers="${JOBHOOKS_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}"
+if [ "$workers" -lt 2 ]; then workers=2; fi
+echo "== pytest ($workers workers)"
 set +e
-.venv/bin/pytest -q -p no:cacheprovider --durations=15
+.venv/bin/pytest -q -p no:cacheprovider -n "$workers" --dist loadgroup --durations=15
 status=$?
+wait "$static_pid"
+static_status=$?
 set -e
+cat "$static_log"
+rm -f "$static_log"
+if [ "$static_status" -ne 0 ]; then
+    echo "== static checks failed (exit $static_status)" >&2
+    exit "$static_status"
+fi
 # pytest exits 5 when it collected nothing: that is a failure here, never a pass.
 exit "$status"

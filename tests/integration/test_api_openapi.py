@@ -31,11 +31,16 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from tests.depth import examples
 from tests.integration.api_support import InProcessApi, use_context
 from tests.integration.portal_support import portal_credentials
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES_PER_OPERATION = 12
+# Generated cases per operation (the document's examples come first); 10x in a deep run.
+EXAMPLES_PER_OPERATION = examples(4)
+# Each property runs as this many tests, each over every PARTS-th operation, so parallel
+# workers share the requests and no one test nears the suite's 300 s timeout.
+PARTS = 4
 
 
 def _restore_many_more() -> None:
@@ -175,7 +180,10 @@ def server(
         server.shutdown()
 
 
-def test_generated_requests_get_documented_answers_and_never_a_5xx(server: ApiServer) -> None:
+@pytest.mark.parametrize("part", range(PARTS))
+def test_generated_requests_get_documented_answers_and_never_a_5xx(
+    server: ApiServer, part: int
+) -> None:
     document = json.loads((ROOT / "docs/openapi.json").read_text(encoding="utf-8"))
     # The Event Handler writes OpenAPI 3.1, which schemathesis 3 supports behind this switch.
     schemathesis.experimental.OPEN_API_3_1.enable()
@@ -188,9 +196,9 @@ def test_generated_requests_get_documented_answers_and_never_a_5xx(server: ApiSe
     )
     failures: list[str] = []
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 47
+    assert len(operations) == 47  # every part together covers every operation
 
-    for operation in operations:
+    for operation in operations[part::PARTS]:
         # The document's request examples first-class, so the success paths run too.
         examples = operation.get_strategies_from_examples()
         generated = operation.as_strategy()
@@ -261,8 +269,9 @@ RAW_BODIES = [
 ]
 
 
+@pytest.mark.parametrize("part", range(PARTS))
 def test_raw_hostile_bodies_get_documented_4xx_answers_on_every_operation(
-    server: ApiServer,
+    server: ApiServer, part: int
 ) -> None:
     document = json.loads((ROOT / "docs/openapi.json").read_text(encoding="utf-8"))
     schemathesis.experimental.OPEN_API_3_1.enable()
@@ -274,12 +283,14 @@ def test_raw_hostile_bodies_get_documented_4xx_answers_on_every_operation(
         response_schema_conformance,
     )
     failures: list[str] = []
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) == 40  # every part together covers every operation
 
-    for operation in [result.ok() for result in schema.get_all_operations()]:
+    for operation in operations[part::PARTS]:
 
         @given(case=operation.as_strategy())
         @settings(
-            max_examples=2,
+            max_examples=examples(1),
             deadline=None,
             derandomize=True,
             database=None,

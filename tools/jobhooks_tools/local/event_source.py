@@ -531,23 +531,32 @@ class SqsEventSource:
         )
 
     def _queue_is_empty(self) -> bool:
-        try:
-            attributes = self._sqs.get_queue_attributes(
-                QueueUrl=self.queue_url,
-                AttributeNames=[
-                    "ApproximateNumberOfMessages",
-                    "ApproximateNumberOfMessagesNotVisible",
-                    "ApproximateNumberOfMessagesDelayed",
-                ],
-            )["Attributes"]
-        except Exception as error:
-            if not _is_sqs_failure(error):
-                raise
-            self._count_error(error)
-            raise SqsUnavailableError(
-                f"read depth of {self.queue_url}: {_describe(error)}"
-            ) from error
-        return all(int(value) == 0 for value in attributes.values())
+        # One count per request, in the order a message moves between them: delayed and in-flight
+        # messages become visible, and only this poller's receive makes a visible one in flight.
+        # A message that moves between two reads is then counted by the later one. Asked in one
+        # request, moto counts each attribute at its own moment (get_queue_attributes evaluates
+        # the queue's attributes once per name), so a message whose visibility timeout ended
+        # between the visible count and the in-flight count was in neither: the queue looked
+        # empty while a failed record was about to come back.
+        for attribute in (
+            "ApproximateNumberOfMessagesDelayed",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessages",
+        ):
+            try:
+                attributes = self._sqs.get_queue_attributes(
+                    QueueUrl=self.queue_url, AttributeNames=[attribute]
+                )["Attributes"]
+            except Exception as error:
+                if not _is_sqs_failure(error):
+                    raise
+                self._count_error(error)
+                raise SqsUnavailableError(
+                    f"read depth of {self.queue_url}: {_describe(error)}"
+                ) from error
+            if int(attributes.get(attribute, "0")) != 0:
+                return False
+        return True
 
     def _count(self, stats: BatchStats) -> None:
         with self._changed:
