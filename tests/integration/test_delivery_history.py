@@ -10,7 +10,7 @@ import pytest
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.delivery.first_attempts import new_batch_id
 from jobhooks.delivery.model import DeliveryAttempt, DeliveryRecord, DeliveryStatus
-from jobhooks.delivery_task import legacy_delivery_id_for, parse_delivery_id
+from jobhooks.delivery_task import delivery_id_for, legacy_delivery_id_for, parse_delivery_id
 from jobhooks.inbound.job_events import read_forwarded_message
 from jobhooks.ingest.model import Duplicate, FanOutPlan
 from jobhooks.ingest.settings import IngestSettings
@@ -354,7 +354,8 @@ def test_a_cursor_from_the_index_listing_keeps_working(deliveries: Deliveries) -
 
 
 def test_a_cursor_whose_time_is_not_a_time_is_invalid(deliveries: Deliveries) -> None:
-    base = {"i": "by_subscription", "p": "sub_a", "d": "dlv_x"}
+    # Every other field well formed, so only the time can be what is refused.
+    base = {"i": "by_subscription", "p": "sub_a", "d": delivery_id_for("evt-1", "sub_a")}
     for moment in ("yesterday", "2026-07-13T18:04:11"):  # no offset: not one we hand out
         cursor = encode_cursor({**base, "s": moment})
         with pytest.raises(InvalidCursorError):

@@ -39,7 +39,7 @@ class InvalidWindowError(AlertRuleValidationError):
 
 
 class InvalidJobNamePatternError(AlertRuleValidationError):
-    code = "invalid_job_name_pattern"
+    code = "invalid_alert_job_name"
     field = "job_name"
 
 
