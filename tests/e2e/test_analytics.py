@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from jobhooks.analytics.columns import COLUMN_NAMES, record_problems
+from jobhooks.analytics.questions import questions
 from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.webhook_signature import webhook_id_for
@@ -156,16 +157,20 @@ def test_every_verified_deduplicated_event_is_one_row_and_nothing_else_is(
 
 # ---------------------------------------------------------------------------- the check
 
+# Seven steps of its own and one per reviewed question: a question added without an answer in
+# the check's fixture fails the check.
+STEPS = 7 + len(questions())
+
 
 def test_the_check_passes_against_the_dev_stack(bridge: Bridge, cli: Callable[..., CliRun]) -> None:
     run = cli("analytics", "check", "--amqp-url", bridge.stack.amqp_url, "--rows-timeout", "60")
 
     assert run.code == 0, run.stdout + run.stderr
     steps = run.stdout.splitlines()
-    assert len(steps) == 15 and all(line.startswith("ok ") for line in steps), run.stdout
-    assert re.search(r" 3/15 the rows arrive: 2 rows after", run.stdout)
+    assert len(steps) == STEPS and all(line.startswith("ok ") for line in steps), run.stdout
+    assert re.search(rf" 3/{STEPS} the rows arrive: 2 rows after", run.stdout)
     assert re.search(r'question waiting_jobs: \[\["jobhooks_check_\w+", 2, 0, null', run.stdout)
-    assert "analytics check passed: 15 steps" in run.stderr
+    assert f"analytics check passed: {STEPS} steps" in run.stderr
 
 
 @pytest.fixture
@@ -181,11 +186,11 @@ def faulty_sink(bridge: Bridge) -> Iterator[Callable[[Callable[..., Any]], None]
     ("change", "step"),
     [
         # The sink silently loses every failure: the rows never all arrive.
-        (lambda row: None if row.status == "failure" else row, " 3/15 (the rows arrive)"),
+        (lambda row: None if row.status == "failure" else row, f" 3/{STEPS} (the rows arrive)"),
         # The sink rounds durations: the values no longer match the fixture.
         (
             lambda row: row.model_copy(update={"duration_ms": row.duration_ms // 1000 * 1000}),
-            " 6/15 (the rows hold the fixture)",
+            f" 6/{STEPS} (the rows hold the fixture)",
         ),
     ],
     ids=["drops-failures", "alters-durations"],

@@ -207,7 +207,10 @@ def test_a_sink_that_cannot_write_raises_the_retryable_error(tmp_path: Path) -> 
     ) as error:
         LocalFileSink(tmp_path).put_rows(ROWS[:2])
     assert error.value.code == "analytics_write_failed"
-    assert "webhooks are already on their way" in error.value.message
+    # What the sink knows, true for every writer (ingest spills or retries; the spill function
+    # retries): the rows are kept, and where to look.
+    assert "they are not dropped" in error.value.message
+    assert 'docs/analytics.md, "When a row cannot be written"' in error.value.message
     assert list(tmp_path.iterdir()) == [tmp_path / "background_job_completed"]
 
 

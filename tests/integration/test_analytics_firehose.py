@@ -183,7 +183,8 @@ def test_records_still_refused_after_the_last_attempt_are_reported_not_dropped()
         FirehoseSink("s", client, max_attempts=3, sleep=sleeps.append).put_rows(rows)
     assert (error.value.failed, error.value.total) == (1, 3)
     assert error.value.cause == "ServiceUnavailableException"
-    assert "ingest record is retried" in error.value.message
+    assert "1 of 3 analytics rows were not written" in error.value.message
+    assert "they are not dropped" in error.value.message
     assert len(client.calls) == 3 and sleeps == [0.1, 0.2]
     assert sorted(lines(client.accepted)) == ["r0", "r1"]
 

@@ -159,6 +159,8 @@ class Fixture:
             "failure_rate_by_account": [[account_id, 2, 1, 0.5]],
             "failure_rate_by_job": [[job, 2, 1, 0.5]],
             "job_health_over_time": [[day, job, 2, 1, 0.5, 1, duration]],
+            # The failure counts as an outcome but has no duration: the p95 is the one measured.
+            "job_health_window": [[job, 2, 1, 0.5, 1, duration]],
             # attempt_count is 1 and measured on both; queue_wait_ms is measured on neither.
             "retried_jobs": [[job, 2, 2, 0, 0.0, 1]],
             "slowest_jobs": [[job, 2, 1, duration, duration, duration]],

@@ -31,10 +31,11 @@ class AnalyticsWriteError(AnalyticsError):
 
     def __init__(self, failed: int, total: int, cause: str) -> None:
         super().__init__(
-            f"{failed} of {total} analytics rows were not written ({cause}); they are "
-            "spilled for the spill function to write (or, where there is no spill queue, the "
-            'record is retried). If it persists, check the sink: docs/analytics.md, "When a '
-            'row cannot be written"'
+            # The sink raises this for every writer (ingest, the spill function, a replay) and
+            # cannot know which: what happens to the rows next is the writer's to log.
+            f"{failed} of {total} analytics rows were not written ({cause}) after the sink's "
+            "attempts; they are not dropped: the writer keeps them for another attempt. If it "
+            'persists, check the sink: docs/analytics.md, "When a row cannot be written"'
         )
         self.failed = failed
         self.total = total
