@@ -69,9 +69,11 @@ def test_a_refused_call_fails_as_on_aws_and_is_logged_naming_function_action_and
 ) -> None:
     # Once a function's app is imported in this process (another test, a local stack), Powertools
     # gives the `jobhooks` logger its own handler and stops it propagating, as on AWS: the root
-    # logger, where caplog listens, then never sees the guard's records. Listen on the guard's.
+    # logger, where caplog listens, then never sees the guard's records. Listen on the guard's
+    # (and only there: each record once, whether or not an app was imported).
     guard = logging.getLogger("jobhooks.local.iam.guard")
     monkeypatch.setattr(guard, "handlers", [*guard.handlers, caplog.handler])
+    monkeypatch.setattr(guard, "propagate", False)
     client = boto3.session.Session().client("dynamodb")
     with iam.acting_as("AuthorizerFunction"), pytest.raises(ClientError) as raised:
         client.get_item(**claims_get(stack))
