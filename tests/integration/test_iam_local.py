@@ -65,8 +65,15 @@ def test_a_grant_removed_from_the_template_is_refused_locally(aws: MotoServer) -
 
 
 def test_a_refused_call_fails_as_on_aws_and_is_logged_naming_function_action_and_resource(
-    stack: LocalResources, caplog: pytest.LogCaptureFixture
+    stack: LocalResources, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Once a function's app is imported in this process (another test, a local stack), Powertools
+    # gives the `jobhooks` logger its own handler and stops it propagating, as on AWS: the root
+    # logger, where caplog listens, then never sees the guard's records. Listen on the guard's
+    # (and only there: each record once, whether or not an app was imported).
+    guard = logging.getLogger("jobhooks.local.iam.guard")
+    monkeypatch.setattr(guard, "handlers", [*guard.handlers, caplog.handler])
+    monkeypatch.setattr(guard, "propagate", False)
     client = boto3.session.Session().client("dynamodb")
     with iam.acting_as("AuthorizerFunction"), pytest.raises(ClientError) as raised:
         client.get_item(**claims_get(stack))
@@ -74,7 +81,7 @@ def test_a_refused_call_fails_as_on_aws_and_is_logged_naming_function_action_and
     (refusal,) = iam.take_refusals()
     expected = f"AuthorizerFunction may not dynamodb:GetItem on {stack.arns['ClaimsTable']}"
     assert str(refusal).startswith(expected)
-    (record,) = [r for r in caplog.records if r.name == "jobhooks.local.iam.guard"]
+    (record,) = [r for r in caplog.records if r.name == guard.name]
     assert record.levelno == logging.ERROR
     activity = describe(record)
     assert activity is not None
