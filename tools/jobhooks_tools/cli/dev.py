@@ -89,6 +89,13 @@ def register(subparsers: Any) -> None:
         f"{DEFAULT_ALERT_INTERVAL}; every 5 minutes on AWS)",
     )
     parser.add_argument(
+        "--auto-disable-after",
+        type=_duration,
+        metavar="DURATION",
+        help="disable an endpoint whose every attempt has failed this long, e.g. 15s, 10m "
+        "(default: the template's AutoDisableAfterHours, 120h)",
+    )
+    parser.add_argument(
         "--log-file",
         metavar="PATH",
         help="where the functions' and the shovel's logs go (default: a temporary file)",
@@ -124,6 +131,12 @@ def run_dev(args: argparse.Namespace) -> int:
         console.say(activity.line())
 
     parameters = {"RetrySchedule": args.retry_schedule} if args.retry_schedule else {}
+    # The sustained-failure rule's period, for the functions that settle attempts.
+    environment = (
+        {"JOBHOOKS_AUTO_DISABLE_AFTER": args.auto_disable_after}
+        if args.auto_disable_after
+        else {}
+    )
     # Kept after exit, unlike the stack's own temporary directory: the rows are the user's.
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="jobhooks-dev-"))
     stack = DevStack(
@@ -134,6 +147,7 @@ def run_dev(args: argparse.Namespace) -> int:
             api_port=args.api_port,
             max_concurrency=args.max_concurrency,
             schedule_intervals={"AlertsFunction": args.alert_interval},
+            environment=environment,
             log_level=args.log_level,
             log_path=Path(args.log_file) if args.log_file else None,
             data_dir=data_dir,
@@ -226,6 +240,12 @@ def _print_summary(console: _Console, stack: Any, key: HmacKey, key_origin: str)
             f"  {logical_id:<15} timeout {function.timeout_seconds} s, {function.memory_mb} MB, "
             f"every {scheduled.interval_seconds:g} s (job-health alert rules)"
         )
+    auto_disable = stack.settings.environment.get("JOBHOOKS_AUTO_DISABLE_AFTER")
+    if auto_disable:
+        lines.append(
+            f"  auto-disable    an endpoint failing every attempt for {auto_disable} "
+            "(endpoint.disabled, sustained_failure)"
+        )
     topic = resources.refs.get("OperationsTopic")
     if topic:
         lines.append(f"  operators' SNS  {topic} (each notification: a 'notify' line below)")
@@ -311,6 +331,19 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError("must be between 0 and 65535")
     return value
+
+
+def _duration(text: str) -> str:
+    """A duration such as 15s, 10m, 2h (kept as given: the functions parse it)."""
+    from jobhooks.endpoint_health.settings import parse_duration_seconds
+
+    try:
+        seconds = parse_duration_seconds(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return text.strip()
 
 
 def _positive(text: str) -> int:
