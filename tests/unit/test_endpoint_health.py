@@ -193,6 +193,16 @@ def test_failures_of_concurrent_deliveries_notify_failing_once() -> None:
     assert world.records.health["sub_a"].consecutive_failures == 40
 
 
+def test_an_attempt_the_bridge_could_not_sign_is_not_the_endpoints_failure() -> None:
+    world = World()
+    unsigned = DeliveryAttempt(n=1, at=T0, error="signing_error")
+    for _ in range(5):
+        world.observer.settled(
+            task(), DeliveryOutcome(DeliveryResult.RETRY_SCHEDULED, "d", unsigned), subscription()
+        )
+    assert (world.records.writes, world.notifier.sent) == (0, [])
+
+
 def test_endpoints_are_counted_apart() -> None:
     world = World()
     for sub in ("sub_a", "sub_b", "sub_a", "sub_b"):

@@ -5,7 +5,8 @@ It hears of each attempt the deliver function or ingest's first attempt settled
 
 1. a 410 that disabled the subscription (this very settle did): `endpoint.disabled`, `gone`;
 2. a delivery parked after its last attempt: `delivery.exhausted` (`exhausted`);
-3. a failed attempt: counted (`store.record_failure`), then `failing` (the threshold reached:
+3. a failed attempt (not `signing_error`: the bridge's own secrets, unreadable, say nothing
+   about the endpoint): counted (`store.record_failure`), then `failing` (the threshold reached:
    `endpoint.failing`, once per run) and `sustained_failure` (every attempt failed for
    `auto_disable_after`: the subscription disabled and `endpoint.disabled`, once);
 4. a success: nothing at all when the subscription as read has no run of failures (the common
@@ -30,7 +31,13 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from jobhooks.delivery.model import DeliveryOutcome, DeliveryResult, result_label
+from jobhooks.delivery.model import (
+    DeliveryOutcome,
+    DeliveryResult,
+    FailureClass,
+    failure_class_of,
+    result_label,
+)
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.endpoint_health.disabled import DisableCause, disabled_data, disabled_key
 from jobhooks.endpoint_health.exhausted import (
@@ -123,6 +130,8 @@ class EndpointHealthObserver:
         attempt = outcome.attempt
         if attempt is None or outcome.result is DeliveryResult.DUPLICATE:
             return
+        if failure_class_of(attempt) is FailureClass.SIGNING_ERROR:
+            return  # the bridge could not read its own secrets: nothing about the endpoint
         if attempt.succeeded:
             self._succeeded(task, subscription, attempt.at)
         else:
