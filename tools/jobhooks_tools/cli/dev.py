@@ -24,7 +24,9 @@ Lambda SQS event source, and the management API on localhost. Every accepted eve
 row of the analytics table, written under the data directory and answered by DuckDB
 (`jobhooks analytics ...`); the tenants' job-health alert rules are evaluated on those rows
 every --alert-interval seconds. One line per ingested, rejected or delivered message and per
-notification (what the operators' SNS topic receives). Ctrl-C (or SIGTERM) stops everything.
+notification (what the operators' SNS topic receives). --auto-disable-after 15s shortens the
+sustained-failure rule (an endpoint failing every attempt that long is disabled) to watch it.
+Ctrl-C (or SIGTERM) stops everything.
 
 --demo also starts a receiver that verifies signatures, registers it as a webhook of tenant
 acme and publishes sample events: a completed and a failed one (delivered), a repairer
