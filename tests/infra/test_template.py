@@ -332,9 +332,12 @@ PSEUDONYMIZATION_KEY = repr(
 # it every duplicate ce-id is AccessDenied on AWS. QuarantineStore.quarantine_message (PutItem).
 # SubscriptionStore.matching (Query on by_tenant). Deliver: AttemptLog.find (GetItem),
 # record_attempt and append_attempt (UpdateItem); it never puts a delivery. SubscriptionStore.get
-# (GetItem) and disable, which writes the whole item conditioned on its revision (PutItem), never a
-# partial UpdateItem. Ingest's analytics row: FirehoseSink (PutRecordBatch), and the
-# pseudonymization key when the stack has one.
+# (GetItem) and disable, which writes the whole item conditioned on its revision (PutItem). Both
+# settle attempts, so both keep the endpoints' health: one conditional UpdateItem of the item's
+# `health_*` attributes (jobhooks.endpoint_health.store), and notify its state changes (the
+# tenant's subscriptions by by_tenant, the delivery queue, the operators' topic). Ingest's
+# analytics row: FirehoseSink (PutRecordBatch), and the pseudonymization key when the stack has
+# one.
 INGEST_GRANTS = {
     arn_of("IngestLogGroup"): {"logs:CreateLogStream", "logs:PutLogEvents"},
     arn_of("IngestQueue"): {
@@ -352,9 +355,10 @@ INGEST_GRANTS = {
     arn_of("AnalyticsDeliveryStream"): {"firehose:PutRecordBatch"},
     arn_of("FirstAttemptsTable"): {"dynamodb:BatchWriteItem"},
     arn_of("DeliveriesTable"): {"dynamodb:UpdateItem"},
-    arn_of("SubscriptionsTable"): {"dynamodb:GetItem", "dynamodb:PutItem"},
+    arn_of("SubscriptionsTable"): {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
     arn_of("SubscriptionSecretsKey"): {"kms:Decrypt"},
     arn_of("DeliveryDeadLetterQueue"): {"sqs:SendMessage"},
+    repr({"Ref": "OperationsTopic"}): {"sns:Publish"},
     # What it could not write after the webhooks (jobhooks.spill.queue.SpillQueue).
     arn_of("SpillQueue"): {"sqs:SendMessage"},
 }  # fmt: skip
@@ -369,17 +373,20 @@ FIRST_ATTEMPT_RESOURCES = {
 }
 DELIVER_GRANTS = {
     arn_of("DeliverLogGroup"): {"logs:CreateLogStream", "logs:PutLogEvents"},
-    arn_of("DeliveryQueue"): {
-        "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
-        "sqs:ChangeMessageVisibility",
-    },
     arn_of("DeliveryDeadLetterQueue"): {"sqs:SendMessage"},
     arn_of("DeliveriesTable"): {"dynamodb:GetItem", "dynamodb:UpdateItem"},
     # The duplicate check of a task with no record: the claim, then its batch's page.
     arn_of("ClaimsTable"): {"dynamodb:GetItem"},
     arn_of("FirstAttemptsTable"): {"dynamodb:GetItem"},
-    arn_of("SubscriptionsTable"): {"dynamodb:GetItem", "dynamodb:PutItem"},
+    arn_of("SubscriptionsTable"): {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
     arn_of("SubscriptionSecretsKey"): {"kms:Decrypt"},
+    # Notifications of endpoint health: the tenant's subscriptions, enqueued, and the operators.
+    index_arn("SubscriptionsTable", "by_tenant"): {"dynamodb:Query"},
+    arn_of("DeliveryQueue"): {
+        "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
+        "sqs:ChangeMessageVisibility", "sqs:SendMessage",
+    },
+    repr({"Ref": "OperationsTopic"}): {"sns:Publish"},
 }  # fmt: skip
 
 
@@ -523,6 +530,9 @@ FIRST_ATTEMPT_VARIABLES = {
     "JOBHOOKS_RETRY_SCHEDULE",
     "JOBHOOKS_ATTEMPT_LOG_DAYS",
     "JOBHOOKS_ALLOW_PRIVATE_WEBHOOKS",
+    # The endpoint-health rules judge attempts; a replay in the API makes none.
+    "JOBHOOKS_ENDPOINT_FAILING_AFTER",
+    "JOBHOOKS_AUTO_DISABLE_AFTER",
 }
 
 

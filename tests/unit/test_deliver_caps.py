@@ -55,9 +55,14 @@ class Directory:
     def signing_secrets(self, subscription: Subscription, now: datetime | None = None) -> list[str]:
         return [generate_secret()]
 
-    def disable(
-        self, subscription_id: str, reason: str, *, tenant_id: str | None = None
-    ) -> Subscription:
+    def disable_once(
+        self,
+        subscription_id: str,
+        reason: str,
+        *,
+        tenant_id: str | None = None,
+        while_failing_since: datetime | None = None,
+    ) -> Subscription | None:
         raise AssertionError("no 410 here")
 
 

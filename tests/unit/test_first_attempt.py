@@ -24,6 +24,7 @@ from jobhooks.delivery.first_attempt import (
 from jobhooks.delivery.first_attempts import FirstAttemptPage
 from jobhooks.delivery.model import (
     DeliveryAttempt,
+    DeliveryOutcome,
     DeliveryRecord,
     DeliveryResult,
     DeliveryStatus,
@@ -47,9 +48,14 @@ class Secrets:
     def get(self, subscription_id: str, *, tenant_id: str | None = None) -> Subscription:
         raise NotImplementedError
 
-    def disable(
-        self, subscription_id: str, reason: str, *, tenant_id: str | None = None
-    ) -> Subscription:
+    def disable_once(
+        self,
+        subscription_id: str,
+        reason: str,
+        *,
+        tenant_id: str | None = None,
+        while_failing_since: datetime | None = None,
+    ) -> Subscription | None:
         raise NotImplementedError
 
 
@@ -302,10 +308,12 @@ def test_an_event_whose_page_cannot_be_written_is_retried_whole() -> None:
 
 class Observer:
     def __init__(self) -> None:
-        self.seen: list[tuple[str, DeliveryResult]] = []
+        self.seen: list[tuple[str, DeliveryResult, Subscription | None]] = []
 
-    def settled(self, task: DeliveryTask, outcome: object) -> None:
-        self.seen.append((task.subscription_id, outcome.result))  # type: ignore[attr-defined]
+    def settled(
+        self, task: DeliveryTask, outcome: DeliveryOutcome, subscription: Subscription | None
+    ) -> None:
+        self.seen.append((task.subscription_id, outcome.result, subscription))
 
 
 def test_the_settle_step_tells_its_observers_of_every_settled_attempt() -> None:
@@ -316,7 +324,8 @@ def test_the_settle_step_tells_its_observers_of_every_settled_attempt() -> None:
 
     made.stage.deliver_first([one_event(a)])
 
-    assert observer.seen == [(a.subscription_id, DeliveryResult.RETRY_SCHEDULED)]
+    # With the subscription as matched: the endpoint-health rules read its health from it.
+    assert observer.seen == [(a.subscription_id, DeliveryResult.RETRY_SCHEDULED, a)]
 
 
 class Raises:

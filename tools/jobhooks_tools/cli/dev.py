@@ -24,7 +24,9 @@ Lambda SQS event source, and the management API on localhost. Every accepted eve
 row of the analytics table, written under the data directory and answered by DuckDB
 (`jobhooks analytics ...`); the tenants' job-health alert rules are evaluated on those rows
 every --alert-interval seconds. One line per ingested, rejected or delivered message and per
-notification (what the operators' SNS topic receives). Ctrl-C (or SIGTERM) stops everything.
+notification (what the operators' SNS topic receives). --auto-disable-after 15s shortens the
+sustained-failure rule (an endpoint failing every attempt that long is disabled) to watch it.
+Ctrl-C (or SIGTERM) stops everything.
 
 --demo also starts a receiver that verifies signatures, registers it as a webhook of tenant
 acme and publishes sample events: a completed and a failed one (delivered), a repairer
@@ -89,6 +91,13 @@ def register(subparsers: Any) -> None:
         f"{DEFAULT_ALERT_INTERVAL}; every 5 minutes on AWS)",
     )
     parser.add_argument(
+        "--auto-disable-after",
+        type=_duration,
+        metavar="DURATION",
+        help="disable an endpoint whose every attempt has failed this long, e.g. 15s, 10m "
+        "(default: the template's AutoDisableAfterHours, 120h)",
+    )
+    parser.add_argument(
         "--log-file",
         metavar="PATH",
         help="where the functions' and the shovel's logs go (default: a temporary file)",
@@ -124,6 +133,12 @@ def run_dev(args: argparse.Namespace) -> int:
         console.say(activity.line())
 
     parameters = {"RetrySchedule": args.retry_schedule} if args.retry_schedule else {}
+    # The sustained-failure rule's period, for the functions that settle attempts.
+    environment = (
+        {"JOBHOOKS_AUTO_DISABLE_AFTER": args.auto_disable_after}
+        if args.auto_disable_after
+        else {}
+    )
     # Kept after exit, unlike the stack's own temporary directory: the rows are the user's.
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="jobhooks-dev-"))
     stack = DevStack(
@@ -134,6 +149,7 @@ def run_dev(args: argparse.Namespace) -> int:
             api_port=args.api_port,
             max_concurrency=args.max_concurrency,
             schedule_intervals={"AlertsFunction": args.alert_interval},
+            environment=environment,
             log_level=args.log_level,
             log_path=Path(args.log_file) if args.log_file else None,
             data_dir=data_dir,
@@ -226,6 +242,12 @@ def _print_summary(console: _Console, stack: Any, key: HmacKey, key_origin: str)
             f"  {logical_id:<15} timeout {function.timeout_seconds} s, {function.memory_mb} MB, "
             f"every {scheduled.interval_seconds:g} s (job-health alert rules)"
         )
+    auto_disable = stack.settings.environment.get("JOBHOOKS_AUTO_DISABLE_AFTER")
+    if auto_disable:
+        lines.append(
+            f"  auto-disable    an endpoint failing every attempt for {auto_disable} "
+            "(endpoint.disabled, sustained_failure)"
+        )
     topic = resources.refs.get("OperationsTopic")
     if topic:
         lines.append(f"  operators' SNS  {topic} (each notification: a 'notify' line below)")
@@ -311,6 +333,19 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError("must be between 0 and 65535")
     return value
+
+
+def _duration(text: str) -> str:
+    """A duration such as 15s, 10m, 2h (kept as given: the functions parse it)."""
+    from jobhooks.endpoint_health.settings import parse_duration_seconds
+
+    try:
+        seconds = parse_duration_seconds(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return text.strip()
 
 
 def _positive(text: str) -> int:

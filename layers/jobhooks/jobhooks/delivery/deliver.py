@@ -247,7 +247,12 @@ class Deliverer:
         source = _QueuedAttempt(self._log, self._queue, message, existing)
         if not subscription.is_active:
             return self.settlement.park(
-                task, None, ParkReason.SUBSCRIPTION_DISABLED, source, existing=existing
+                task,
+                None,
+                ParkReason.SUBSCRIPTION_DISABLED,
+                source,
+                existing=existing,
+                subscription=subscription,
             )
 
         # Attempts ingest made before enqueueing (its first attempt) count: the first receive
@@ -275,8 +280,13 @@ class Deliverer:
                 "latency_ms": attempt.latency_ms,
             },
         )
-        outcome = self.settlement.settle(task, attempt, source, retry_after=retry_after)
-        if outcome.result is DeliveryResult.GONE:
+        outcome = self.settlement.settle(
+            task, attempt, source, retry_after=retry_after, subscription=subscription
+        )
+        if outcome.result is DeliveryResult.GONE or (
+            outcome.result is DeliveryResult.SUCCEEDED and not subscription.health.is_clean
+        ):
+            # Disabled, or its run of failures just cleared: read it afresh next time.
             self._cache.forget(task.subscription_id)
         return outcome
 

@@ -168,6 +168,8 @@ class FirstAttemptStage:
         events complete: retrying them would POST their webhooks again."""
         pairs = [pair for event in events for pair in event.deliveries]
         posted = self.dispatcher.attempt(pairs, remaining_ms=remaining_ms) if pairs else []
+        # The settle step's observers judge an attempt by the subscription as it was matched.
+        matched = {task.delivery_id: subscription for task, subscription in pairs}
         by_event: dict[str, list[Posted]] = {}
         for one in posted:
             by_event.setdefault(one.task.event_id, []).append(one)
@@ -179,7 +181,7 @@ class FirstAttemptStage:
             source = _FirstAttemptOf()
             try:
                 for one in by_event.get(event.event_id, ()):
-                    outcomes.append(self._settle(one, source))
+                    outcomes.append(self._settle(one, source, matched.get(one.task.delivery_id)))
             except Exception as error:
                 # Its retry makes the attempts again and pages its successes then.
                 report.failed[event.event_id] = error
@@ -193,12 +195,18 @@ class FirstAttemptStage:
         self._write_pages(pages, tenants, report, spill_pages)
         return FirstAttemptReport(report.to_enqueue, report.failed, tuple(outcomes))
 
-    def _settle(self, posted: Posted, source: _FirstAttemptOf) -> DeliveryOutcome:
+    def _settle(
+        self, posted: Posted, source: _FirstAttemptOf, subscription: Subscription | None
+    ) -> DeliveryOutcome:
         if posted.attempt is None:
             source.queued.append(posted.task)  # as it would be without first attempts
             return DeliveryOutcome(DeliveryResult.NOT_STARTED, posted.task.delivery_id)
         return self.settlement.settle(
-            posted.task, posted.attempt, source, retry_after=posted.retry_after
+            posted.task,
+            posted.attempt,
+            source,
+            retry_after=posted.retry_after,
+            subscription=subscription,
         )
 
     def _write_pages(

@@ -231,6 +231,8 @@ class DeliveryOutcome:
     attempt: DeliveryAttempt | None = None
     failure_class: FailureClass | None = None
     retry_in_seconds: int | None = None
+    disabled_subscription: bool = False
+    """A 410 whose settle disabled the subscription (not one a concurrent 410 disabled)."""
 
     @property
     def acked(self) -> bool:

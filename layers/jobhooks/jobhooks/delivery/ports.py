@@ -60,9 +60,15 @@ class SubscriptionDirectory(Protocol):
         self, subscription: Subscription, now: datetime | None = None
     ) -> list[str]: ...
 
-    def disable(
-        self, subscription_id: str, reason: str, *, tenant_id: str | None = None
-    ) -> Subscription: ...
+    def disable_once(
+        self,
+        subscription_id: str,
+        reason: str,
+        *,
+        tenant_id: str | None = None,
+        while_failing_since: datetime | None = None,
+    ) -> Subscription | None:
+        """The disabled subscription when this call disabled it; None when it was already."""
 
 
 class WebhookPoster(Protocol):

@@ -12,6 +12,7 @@ from jobhooks.delivery.retry_schedule import (
     InvalidRetryScheduleError,
     RetrySchedule,
 )
+from jobhooks.endpoint_health.settings import EndpointHealthSettings
 from jobhooks.settings import Settings
 
 
@@ -40,8 +41,11 @@ class WebhookPostSettings(Settings):
         return value
 
 
-class DeliverSettings(WebhookPostSettings):
-    """Read once at cold start: `DeliverSettings.from_env()` names any bad `JOBHOOKS_*` variable."""
+class DeliverSettings(WebhookPostSettings, EndpointHealthSettings):
+    """Read once at cold start: `DeliverSettings.from_env()` names any bad `JOBHOOKS_*` variable.
+
+    With the endpoint-health rules' settings (`EndpointHealthSettings`: thresholds, and where
+    notifications go), since the deliver function settles attempts."""
 
     deliveries_table: str = Field(min_length=1)
     subscriptions_table: str = Field(min_length=1)

@@ -14,8 +14,9 @@ and ingest's first attempt (`first_attempt`), so the rules live once:
 
 Every outcome is recorded with one conditional write on the delivery (`DeliveryLog`); one the
 condition refuses (a duplicate task settled it first) is a `duplicate`. A `SettlementObserver`
-hears of every settled attempt after it is recorded: the place for notifications that follow a
-delivery's state (an endpoint disabled, failing or recovered; a delivery exhausted).
+hears of every settled attempt after it is recorded, with the subscription as the caller read
+it: the place for notifications that follow a delivery's state (`jobhooks.endpoint_health`: an
+endpoint disabled, failing or recovered; a delivery exhausted).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from jobhooks.delivery.ports import DeadLetters, DeliveryLog, SubscriptionDirect
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule, UniformRandom
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.subscriptions.exceptions import SubscriptionNotFoundError
+from jobhooks.subscriptions.model import Subscription
 
 _log = logging.getLogger(__name__)
 
@@ -63,9 +65,12 @@ class AttemptSource(Protocol):
 
 
 class SettlementObserver(Protocol):
-    """Told of each settled attempt, after its outcome is recorded; must not raise."""
+    """Told of each settled attempt, after its outcome is recorded, with the subscription as
+    the caller read it (None when it had none); must not raise."""
 
-    def settled(self, task: DeliveryTask, outcome: DeliveryOutcome) -> None: ...
+    def settled(
+        self, task: DeliveryTask, outcome: DeliveryOutcome, subscription: Subscription | None
+    ) -> None: ...
 
 
 class Settlement:
@@ -96,18 +101,24 @@ class Settlement:
         source: AttemptSource,
         *,
         retry_after: int | None = None,
+        subscription: Subscription | None = None,
     ) -> DeliveryOutcome:
-        """Record what the attempt came to and act on it; `retry_after` is the receiver's."""
+        """Record what the attempt came to and act on it; `retry_after` is the receiver's,
+        `subscription` the one the attempt was made to (as read), for the observers."""
         failure = failure_class_of(attempt)
         if failure is None:
             source.record_success(task, attempt)
             return self._told(
-                task, DeliveryOutcome(DeliveryResult.SUCCEEDED, task.delivery_id, attempt)
+                task,
+                DeliveryOutcome(DeliveryResult.SUCCEEDED, task.delivery_id, attempt),
+                subscription,
             )
         if failure is FailureClass.HTTP_410:
-            return self._told(task, self._gone(task, attempt, source))
+            return self._told(task, self._gone(task, attempt, source), subscription)
         if self.schedule.is_last(attempt.n):
-            return self.park(task, attempt, ParkReason.ATTEMPTS_EXHAUSTED, source)
+            return self.park(
+                task, attempt, ParkReason.ATTEMPTS_EXHAUSTED, source, subscription=subscription
+            )
         with self._random_lock:  # `random.random` is safe; an injected source may not be
             delay = self.schedule.delay_after(
                 attempt.n, retry_after=retry_after, random=self._random
@@ -117,7 +128,9 @@ class Settlement:
             task, DeliveryStatus.PENDING, attempt, logged_attempts=logged
         ):
             return self._told(
-                task, DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id, attempt, failure)
+                task,
+                DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id, attempt, failure),
+                subscription,
             )
         delay = source.retry_later(task, delay)
         return self._told(
@@ -125,6 +138,7 @@ class Settlement:
             DeliveryOutcome(
                 DeliveryResult.RETRY_SCHEDULED, task.delivery_id, attempt, failure, delay
             ),
+            subscription,
         )
 
     def park(
@@ -135,6 +149,7 @@ class Settlement:
         source: AttemptSource,
         *,
         existing: DeliveryRecord | None = None,
+        subscription: Subscription | None = None,
     ) -> DeliveryOutcome:
         """Record the delivery `parked`, then put it in the delivery DLQ with why."""
         # Recorded first: the condition refuses to park a delivery a duplicate already made.
@@ -146,7 +161,9 @@ class Settlement:
             logged_attempts=source.logged_attempts,
         ):
             return self._told(
-                task, DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id, attempt)
+                task,
+                DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id, attempt),
+                subscription,
             )
         last = attempt or (existing.last_attempt if existing is not None else None)
         attempts = attempt.n if attempt is not None else existing.attempt_count if existing else 0
@@ -157,15 +174,18 @@ class Settlement:
         _log.warning("delivery parked: %s", reason.value, extra=task_fields(task))
         failure = failure_class_of(attempt) if attempt is not None else None
         return self._told(
-            task, DeliveryOutcome(DeliveryResult.PARKED, task.delivery_id, attempt, failure)
+            task,
+            DeliveryOutcome(DeliveryResult.PARKED, task.delivery_id, attempt, failure),
+            subscription,
         )
 
     def _gone(
         self, task: DeliveryTask, attempt: DeliveryAttempt, source: AttemptSource
     ) -> DeliveryOutcome:
+        disabled = None
         # Deleted meanwhile: nothing left to disable, the delivery is gone all the same.
         with contextlib.suppress(SubscriptionNotFoundError):
-            self._subscriptions.disable(
+            disabled = self._subscriptions.disable_once(
                 task.subscription_id,
                 f"the endpoint answered 410 Gone to delivery {task.delivery_id} "
                 f"at {attempt.at.isoformat()}",
@@ -179,13 +199,19 @@ class Settlement:
             logged_attempts=source.logged_attempts,
         )
         return DeliveryOutcome(
-            DeliveryResult.GONE, task.delivery_id, attempt, FailureClass.HTTP_410
+            DeliveryResult.GONE,
+            task.delivery_id,
+            attempt,
+            FailureClass.HTTP_410,
+            disabled_subscription=disabled is not None,
         )
 
-    def _told(self, task: DeliveryTask, outcome: DeliveryOutcome) -> DeliveryOutcome:
+    def _told(
+        self, task: DeliveryTask, outcome: DeliveryOutcome, subscription: Subscription | None
+    ) -> DeliveryOutcome:
         for observer in self.observers:
             try:
-                observer.settled(task, outcome)
+                observer.settled(task, outcome, subscription)
             except Exception:  # an observer must never undo a recorded outcome
                 _log.exception("a settlement observer raised", extra=task_fields(task))
         return outcome

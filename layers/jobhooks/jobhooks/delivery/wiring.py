@@ -14,6 +14,7 @@ from jobhooks.delivery.http_client import make_webhook_client
 from jobhooks.delivery.ports import DeliveryMetrics
 from jobhooks.delivery.queues import DeliveryDlq, DeliveryQueueMessages
 from jobhooks.delivery.settings import DeliverSettings
+from jobhooks.endpoint_health.wiring import build_health_observer
 from jobhooks.storage.claim_reader import ClaimReader
 from jobhooks.storage.clients import aws_client
 from jobhooks.subscriptions.store import SubscriptionStore
@@ -27,13 +28,14 @@ def build_deliverer(
     pool = settings.delivery_concurrency + 4
     dynamodb = aws_client("dynamodb", max_pool_connections=pool)
     sqs = aws_client("sqs", max_pool_connections=pool)
+    subscriptions = SubscriptionStore(
+        settings.subscriptions_table, dynamodb, aws_client("kms", max_pool_connections=pool)
+    )
     return Deliverer(
         attempt_log=AttemptLog(
             settings.deliveries_table, dynamodb, retention_days=settings.attempt_log_days
         ),
-        subscriptions=SubscriptionStore(
-            settings.subscriptions_table, dynamodb, aws_client("kms", max_pool_connections=pool)
-        ),
+        subscriptions=subscriptions,
         client=make_webhook_client(
             allow_private_networks=settings.allow_private_webhooks,
             total_timeout=settings.delivery_timeout_seconds,
@@ -55,4 +57,10 @@ def build_deliverer(
                 settings.first_attempts_table, dynamodb, retention_days=settings.attempt_log_days
             ),
         ),
+        # endpoint.failing / recovered / disabled, delivery.exhausted (docs/notifications.md).
+        observers=[
+            build_health_observer(
+                settings, subscriptions, cache_seconds=settings.subscription_cache_seconds
+            )
+        ],
     )

@@ -12,6 +12,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from jobhooks.analytics.settings import AnalyticsSinkSettings
 from jobhooks.delivery.settings import WebhookPostSettings
+from jobhooks.endpoint_health.settings import EndpointHealthSettings
 from jobhooks.inbound.cross_checks import parse_source_list
 from jobhooks.inbound.job_events import VerificationPolicy
 from jobhooks.inbound.keys import HmacKey, KeyConfigurationError, parse_key_list
@@ -67,7 +68,9 @@ class VerificationSettings(Settings):
         )
 
 
-class IngestSettings(VerificationSettings, AnalyticsSinkSettings, WebhookPostSettings):
+class IngestSettings(
+    VerificationSettings, AnalyticsSinkSettings, WebhookPostSettings, EndpointHealthSettings
+):
     """The ingest function's settings; with `WebhookPostSettings`, how its first attempts POST
     (the deliver function's timeout, network policy, concurrency, retry schedule)."""
 

@@ -163,6 +163,7 @@ def build_first_attempts(
     from jobhooks.delivery.http_client import make_webhook_client
     from jobhooks.delivery.queues import DeliveryDlq
     from jobhooks.delivery.settle import Settlement
+    from jobhooks.endpoint_health.wiring import build_health_observer
 
     _check_first_attempt_settings(settings)
     # Every POST thread may decrypt a data key or write at once.
@@ -196,6 +197,15 @@ def build_first_attempts(
             subscriptions=subscriptions,
             dead_letters=DeliveryDlq(aws_client("sqs", session=session), settings.delivery_dlq_url),
             schedule=settings.retry_schedule,
+            # endpoint.failing / recovered / disabled, delivery.exhausted, as deliver's.
+            observers=[
+                build_health_observer(
+                    settings,
+                    subscriptions,
+                    cache_seconds=settings.subscription_cache_seconds,
+                    session=session,
+                )
+            ],
         ),
         pages=FirstAttemptLog(
             settings.first_attempts_table,

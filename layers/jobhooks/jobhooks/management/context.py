@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from jobhooks.ingest.claims import ClaimStore
     from jobhooks.ingest.quarantine import QuarantineStore
     from jobhooks.ingest.service import IngestService
+    from jobhooks.notifications.notifier import Notifier
     from jobhooks.subscriptions.store import SubscriptionStore
 
 SECONDS_PER_DAY: Final = 86_400
@@ -84,6 +85,19 @@ class ManagementContext:
             max_per_tenant=self.settings.max_subscriptions_per_tenant,
             clock=self.clock,
         )
+
+    @functools.cached_property
+    def notifier(self) -> Notifier:
+        """Notifications the API sends itself (`endpoint.disabled` by an operator)."""
+        from jobhooks.notifications.settings import NotificationSettings
+        from jobhooks.notifications.wiring import build_notifier
+
+        settings = NotificationSettings(
+            subscriptions_table=self.settings.subscriptions_table,
+            delivery_queue_url=self.settings.delivery_queue_url,
+            operations_topic_arn=self.settings.operations_topic_arn,
+        )
+        return build_notifier(settings, session=self.session, clock=self.clock)
 
     @functools.cached_property
     def alert_rules(self) -> AlertRuleStore:

@@ -40,6 +40,9 @@ class ManagementSettings(Settings):
     # The spill path's queues (jobhooks.spill): `dlq --queue spill` needs them.
     spill_queue_url: str = ""
     spill_dlq_url: str = ""
+    # Where notifications also go for operators (OperationsTopic); empty: only the tenant's
+    # subscriptions (an operator's disable notifies `endpoint.disabled`).
+    operations_topic_arn: str = ""
     # Job-health alert rules (/v1/alerts); the routes say so when it is missing.
     alert_rules_table: str = ""
     # Needed to create subscriptions and rotate secrets; the store says so when it is missing.

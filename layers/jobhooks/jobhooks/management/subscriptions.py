@@ -11,6 +11,7 @@ which has no field for one.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from jobhooks.subscriptions.store import IssuedSecret
 
 TEST_JOB_NAME = "jobhooks.test"
+_log = logging.getLogger("jobhooks.management")
 
 
 def create_subscription(
@@ -78,6 +80,9 @@ def update_subscription(
 ) -> SubscriptionView:
     if request.url is not None:
         context.network_policy.check_url(request.url)
+    # A disable is its own conditional write, after the other changes (so a refused one leaves
+    # the endpoint as it was): the one that disables it notifies `endpoint.disabled`.
+    disabling = request.status is not None and request.status.value == "disabled"
     subscription = context.subscriptions.update(
         subscription_id,
         tenant_id=tenant_id,
@@ -88,10 +93,44 @@ def update_subscription(
             else None
         ),
         description=request.description,
-        status=request.status.value if request.status is not None else None,
+        status=request.status.value if request.status is not None and not disabling else None,
         job_names=request.job_names,
     )
+    if disabling:
+        subscription = disable_by_operator(context, subscription_id, tenant_id=tenant_id) or (
+            context.subscriptions.get(subscription_id, tenant_id=tenant_id)
+        )
     return subscription_view(subscription, context.clock())
+
+
+def disable_by_operator(
+    context: ManagementContext, subscription_id: str, *, tenant_id: str | None = None
+) -> Subscription | None:
+    """Disable it (an operator, or the tenant through the API, the CLI or the portal) and, when
+    this call is the one that disabled it, notify `endpoint.disabled` with reason `operator`.
+
+    The disabled subscription when this call disabled it, None when it was disabled already. A
+    notification that cannot be sent is logged by the notifier; the disable stands."""
+    from jobhooks.endpoint_health.disabled import DisableCause, disabled_data, disabled_key
+    from jobhooks.subscriptions.store import DISABLED_BY_TENANT
+
+    disabled = context.subscriptions.disable_once(
+        subscription_id, DISABLED_BY_TENANT, tenant_id=tenant_id
+    )
+    if disabled is None:
+        return None  # disabled already: its notification went out then
+    at = disabled.updated_at
+    try:
+        context.notifier.notify(
+            disabled.tenant_id,
+            "endpoint.disabled",
+            disabled_data(subscription_id, DisableCause.OPERATOR, DISABLED_BY_TENANT, at),
+            subscription_id,
+            key=disabled_key(subscription_id, at),
+        )
+    except Exception:  # logged by the notifier; the disable stands
+        _log.warning("endpoint.disabled not sent", extra={"subscription_id": subscription_id})
+    return disabled
 
 
 def delete_subscription(

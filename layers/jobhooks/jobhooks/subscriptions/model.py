@@ -21,6 +21,7 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobhooks.delivery.exceptions import RefusedUrlError
+from jobhooks.endpoint_health.model import HEALTHY, EndpointHealth
 from jobhooks.subscriptions.exceptions import (
     InvalidDescriptionError,
     InvalidEventTypeError,
@@ -115,6 +116,8 @@ class Subscription(BaseModel):
     secrets: tuple[SecretVersion, ...] = ()
     data_key: bytes = Field(repr=False, exclude=True)
     revision: int = Field(default=0, exclude=True)
+    health: EndpointHealth = Field(default=HEALTHY, exclude=True)
+    """Its endpoint's run of failed attempts (`jobhooks.endpoint_health`), read with it."""
 
     @property
     def is_active(self) -> bool:

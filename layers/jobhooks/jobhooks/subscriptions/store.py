@@ -18,6 +18,8 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
+from jobhooks.endpoint_health.model import HEALTHY
+from jobhooks.endpoint_health.store import health_attributes, health_from_item
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
@@ -367,6 +369,9 @@ class SubscriptionStore:
                 update["disabled_reason"] = (
                     DISABLED_BY_TENANT if new_status is SubscriptionStatus.DISABLED else None
                 )
+                if new_status is SubscriptionStatus.ACTIVE:
+                    # Re-enabled: its past failures no longer count (nor toward auto-disable).
+                    update["health"] = HEALTHY
             return current.model_copy(update=update) if update else current
 
         return self._mutate(subscription_id, tenant_id, apply)
@@ -375,16 +380,40 @@ class SubscriptionStore:
         self, subscription_id: str, reason: str, *, tenant_id: str | None = None
     ) -> Subscription:
         """Stop deliveries (e.g. the receiver answered 410). The first reason given is kept."""
+        disabled = self.disable_once(subscription_id, reason, tenant_id=tenant_id)
+        return disabled if disabled is not None else self.get(subscription_id, tenant_id=tenant_id)
+
+    def disable_once(
+        self,
+        subscription_id: str,
+        reason: str,
+        *,
+        tenant_id: str | None = None,
+        while_failing_since: datetime | None = None,
+    ) -> Subscription | None:
+        """Disable an active subscription: the disabled subscription when this call disabled
+        it, None when it was disabled already (a concurrent 410, an operator), so exactly one
+        caller notifies `endpoint.disabled`. `while_failing_since`: only while its endpoint's
+        run of failures is still the one that began then (the sustained-failure rule)."""
         stored_reason = bounded_reason(reason) or "disabled"
+        made: list[bool] = [False]
 
         def apply(current: Subscription, now: datetime) -> Subscription:
+            made[0] = False
             if current.status is SubscriptionStatus.DISABLED:
                 return current
+            if (
+                while_failing_since is not None
+                and current.health.failing_since != while_failing_since
+            ):
+                return current  # a success ended that run meanwhile
+            made[0] = True
             return current.model_copy(
                 update={"status": SubscriptionStatus.DISABLED, "disabled_reason": stored_reason}
             )
 
-        return self._mutate(subscription_id, tenant_id, apply)
+        subscription = self._mutate(subscription_id, tenant_id, apply)
+        return subscription if made[0] else None
 
     def enable(self, subscription_id: str, *, tenant_id: str | None = None) -> Subscription:
         return self.update(
@@ -517,6 +546,8 @@ def _to_item(subscription: Subscription) -> dict[str, Any]:
         item["description"] = {"S": subscription.description}
     if subscription.disabled_reason is not None:
         item["disabled_reason"] = {"S": subscription.disabled_reason}
+    # Written back as read: `_mutate`'s revision check keeps a concurrent health write.
+    item.update(health_attributes(subscription.health))
     return item
 
 
@@ -546,6 +577,7 @@ def _from_item(item: dict[str, Any]) -> Subscription:
         secrets=tuple(_secret_from_map(value["M"]) for value in item["secrets"]["L"]),
         data_key=bytes(item["data_key"]["B"]),
         revision=int(item["revision"]["N"]),
+        health=health_from_item(item),
     )
 
 

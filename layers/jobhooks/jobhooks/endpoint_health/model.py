@@ -1,0 +1,47 @@
+"""An endpoint's health as the subscription item keeps it, and the rules' thresholds.
+
+Pure: no AWS client here. Three attributes of the subscription item (`health_*`, written only by
+`endpoint_health.store`), read with the subscription itself, so a delivery to a healthy endpoint
+costs no read and no write beyond what it already did:
+
+- `consecutive_failures`: failed attempts since the last success;
+- `failing_since`: when the first of them was made (None after a success);
+- `failing`: `endpoint.failing` went out for this run of failures (`endpoint.recovered` ends it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict
+
+DEFAULT_FAILING_AFTER: Final = 5
+# Svix's rule: an endpoint whose every attempt failed for five days is disabled.
+DEFAULT_AUTO_DISABLE_AFTER: Final = timedelta(hours=120)
+
+
+class EndpointHealth(BaseModel):
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    consecutive_failures: int = 0
+    failing_since: datetime | None = None
+    failing: bool = False
+
+    @property
+    def is_clean(self) -> bool:
+        """Nothing to reset after a success: the common case, which writes nothing."""
+        return self.consecutive_failures == 0 and not self.failing
+
+
+HEALTHY: Final = EndpointHealth()
+
+
+@dataclass(frozen=True, slots=True)
+class HealthThresholds:
+    """`failing_after` failed attempts in a row make an endpoint failing; every attempt failing
+    for `auto_disable_after` (None: never) disables it."""
+
+    failing_after: int = DEFAULT_FAILING_AFTER
+    auto_disable_after: timedelta | None = DEFAULT_AUTO_DISABLE_AFTER
