@@ -242,7 +242,12 @@ class DeliverySummary(_Model):
     subscription_id: str
     tenant_id: str | None = None
     event_type: str | None = None
-    status: str = Field(description="pending, succeeded, failed, parked or gone")
+    status: str = Field(description="pending, succeeded, failed, parked, gone or skipped")
+    status_reason: str | None = Field(
+        default=None,
+        description="why it ended failed, parked, gone or skipped (e.g. subscription_disabled), "
+        "or recovering: sent again by recover",
+    )
     attempt_count: int
     created_at: Timestamp | None = None
     updated_at: Timestamp | None = None
