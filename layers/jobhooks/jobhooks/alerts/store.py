@@ -33,6 +33,7 @@ from jobhooks.alerts.model import (
     validate_window,
 )
 from jobhooks.storage.conditions import is_condition_failure
+from jobhooks.storage.reads import every_item
 from jobhooks.storage.times import format_time, parse_time, to_stored_precision, utc_now
 from jobhooks.subscriptions.model import validate_tenant_id
 
@@ -93,40 +94,22 @@ class AlertRuleStore:
     def list_by_tenant(self, tenant_id: str) -> tuple[AlertRule, ...]:
         """Every rule of the tenant, oldest first."""
         tenant_id = validate_tenant_id(tenant_id)
-        rules: list[AlertRule] = []
-        start_key: dict[str, Any] | None = None
-        while True:
-            request: dict[str, Any] = {
-                "TableName": self.table_name,
-                "IndexName": BY_TENANT_INDEX,
-                "KeyConditionExpression": "tenant_id = :tenant",
-                "ExpressionAttributeValues": {":tenant": {"S": tenant_id}},
-            }
-            if start_key:
-                request["ExclusiveStartKey"] = start_key
-            response = self._dynamodb.query(**request)
-            rules.extend(
-                rule
-                for rule in map(_from_item, response.get("Items", []))
-                if rule.tenant_id == tenant_id
-            )
-            start_key = response.get("LastEvaluatedKey")
-            if not start_key:
-                break
+        request = {
+            "TableName": self.table_name,
+            "IndexName": BY_TENANT_INDEX,
+            "KeyConditionExpression": "tenant_id = :tenant",
+            "ExpressionAttributeValues": {":tenant": {"S": tenant_id}},
+        }
+        rules = [
+            rule
+            for rule in map(_from_item, every_item(self._dynamodb.query, request))
+            if rule.tenant_id == tenant_id
+        ]
         return tuple(sorted(rules, key=lambda rule: (rule.created_at, rule.rule_id)))
 
     def every_rule(self) -> Iterator[AlertRule]:
         """Every rule of every tenant (the evaluator's read)."""
-        start_key: dict[str, Any] | None = None
-        while True:
-            request: dict[str, Any] = {"TableName": self.table_name}
-            if start_key:
-                request["ExclusiveStartKey"] = start_key
-            response = self._dynamodb.scan(**request)
-            yield from map(_from_item, response.get("Items", []))
-            start_key = response.get("LastEvaluatedKey")
-            if not start_key:
-                return
+        yield from map(_from_item, every_item(self._dynamodb.scan, {"TableName": self.table_name}))
 
     def delete(self, rule_id: str, *, tenant_id: str | None = None) -> None:
         condition = "attribute_exists(rule_id)"

@@ -65,8 +65,10 @@ class PseudonymizationKeyError(AnalyticsError):
 
     def __init__(self, detail: str) -> None:
         super().__init__(
-            f"the analytics pseudonymization key is unavailable ({detail}); rows are not "
-            "written until it is readable, and their ingest records are retried"
+            f"the analytics pseudonymization key is unavailable ({detail}); no row is written "
+            "without it: check the secret JOBHOOKS_ANALYTICS_PSEUDONYMIZATION_SECRET_ARN names "
+            "(or JOBHOOKS_ANALYTICS_PSEUDONYMIZATION_KEY locally) and the function's grant "
+            "to read it"
         )
 
 

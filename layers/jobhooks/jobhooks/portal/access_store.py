@@ -32,6 +32,7 @@ from jobhooks.portal.exceptions import (
     TooManyGrantsError,
 )
 from jobhooks.storage.conditions import is_condition_failure
+from jobhooks.storage.reads import every_item
 from jobhooks.storage.times import format_time
 
 GRANT_PARTITION: Final = "grant"
@@ -82,7 +83,6 @@ class AccessStore:
     # -- grants ------------------------------------------------------------------------------
 
     def list_grants(self) -> list[StoredGrant]:
-        grants: list[StoredGrant] = []
         arguments: dict[str, Any] = {
             "TableName": self.table_name,
             "KeyConditionExpression": "#pk = :grant",
@@ -91,12 +91,7 @@ class AccessStore:
             # A grant removed a moment ago must not still bind (or free) its caller.
             "ConsistentRead": True,
         }
-        while True:
-            page = self._dynamodb.query(**arguments)
-            grants.extend(_grant(item) for item in page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                return grants
-            arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return [_grant(item) for item in every_item(self._dynamodb.query, arguments)]
 
     def add_grant(self, grant: StoredGrant) -> None:
         if len(self.list_grants()) >= MAX_GRANTS:

@@ -8,6 +8,7 @@ behind one base); and the one reader two packages share.
     updates     `ItemUpdate`: an UpdateExpression with every name behind a placeholder
     cursors     the page cursor codec: opaque, bound to its listing, checked before DynamoDB
     pages       page sizes (default 50, at most 100) and cutting a page with its next cursor
+    reads       every item (or every page) of a Query or Scan, following `LastEvaluatedKey`
     times       the one clock and the stored-time codec (RFC 3339 UTC, milliseconds, `Z`)
     exceptions  the cursor and page-size errors every listing raises
     claim_reader

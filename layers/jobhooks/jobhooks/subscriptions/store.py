@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
+from jobhooks.storage.reads import every_item, every_page
 from jobhooks.storage.times import format_time, parse_time, to_stored_precision, utc_now
 from jobhooks.subscriptions.exceptions import (
     SubscriptionConflictError,
@@ -196,14 +197,9 @@ class SubscriptionStore:
             "ExpressionAttributeValues": {":tenant": {"S": validate_tenant_id(tenant_id)}},
             "Select": "COUNT",
         }
-        total = 0
-        while True:
-            response = self._dynamodb.query(**request)
-            total += int(response.get("Count", 0))
-            start_key = response.get("LastEvaluatedKey")
-            if not start_key:
-                return total
-            request["ExclusiveStartKey"] = start_key
+        return sum(
+            int(response.get("Count", 0)) for response in every_page(self._dynamodb.query, request)
+        )
 
     def list_by_tenant(
         self, tenant_id: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None
@@ -244,42 +240,31 @@ class SubscriptionStore:
             cached = self._matching_cache.get(cache_key)
             if cached is not None:
                 return cached
-        matches: list[Subscription] = []
-        start_key: dict[str, Any] | None = None
-        while True:
-            request: dict[str, Any] = {
-                "TableName": self.table_name,
-                "IndexName": BY_TENANT_INDEX,
-                "KeyConditionExpression": "tenant_id = :tenant",
-                "FilterExpression": "contains(event_types, :event_type)",
-                "ExpressionAttributeValues": {
-                    ":tenant": {"S": tenant_id},
-                    ":event_type": {"S": wanted.value},
-                },
-            }
-            if not self.match_disabled:
-                request["FilterExpression"] += " AND #status = :active"
-                request["ExpressionAttributeNames"] = {"#status": "status"}
-                request["ExpressionAttributeValues"][":active"] = {
-                    "S": SubscriptionStatus.ACTIVE.value
-                }
-            if start_key:
-                request["ExclusiveStartKey"] = start_key
-            response = self._dynamodb.query(**request)
-            # The filter already did this; checking again in code keeps the tenant rule local.
-            matches.extend(
-                subscription
-                for subscription in map(_from_item, response.get("Items", []))
-                if subscription.wants(tenant_id, wanted.value)
-                or (
-                    self.match_disabled
-                    and subscription.tenant_id == tenant_id
-                    and wanted in subscription.event_types
-                )
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": BY_TENANT_INDEX,
+            "KeyConditionExpression": "tenant_id = :tenant",
+            "FilterExpression": "contains(event_types, :event_type)",
+            "ExpressionAttributeValues": {
+                ":tenant": {"S": tenant_id},
+                ":event_type": {"S": wanted.value},
+            },
+        }
+        if not self.match_disabled:
+            request["FilterExpression"] += " AND #status = :active"
+            request["ExpressionAttributeNames"] = {"#status": "status"}
+            request["ExpressionAttributeValues"][":active"] = {"S": SubscriptionStatus.ACTIVE.value}
+        # The filter already did this; checking again in code keeps the tenant rule local.
+        matches = [
+            subscription
+            for subscription in map(_from_item, every_item(self._dynamodb.query, request))
+            if subscription.wants(tenant_id, wanted.value)
+            or (
+                self.match_disabled
+                and subscription.tenant_id == tenant_id
+                and wanted in subscription.event_types
             )
-            start_key = response.get("LastEvaluatedKey")
-            if not start_key:
-                break
+        ]
         result = tuple(sorted(matches, key=lambda subscription: subscription.created_at))
         if self._matching_cache is not None:
             self._matching_cache.put(cache_key, result)
