@@ -117,7 +117,10 @@ class Recovery:
                 continue
             record = records[index]
             by_status[record.status.value] += 1
-            self._log.mark_recovering(record, RECOVERING_REASON)
+            # A delivery recorded under a legacy id is sent under today's: its new record is
+            # what the deliver function settles, so the old one is left as it was.
+            if task.delivery_id == record.delivery_id:
+                self._log.mark_recovering(record, RECOVERING_REASON)
         if refused:
             raise RecoveryIncompleteError(len(refused), sum(by_status.values()))
         next_cursor = (
