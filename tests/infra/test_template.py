@@ -436,11 +436,16 @@ def test_api_role_grants_on_tables_are_what_the_management_code_calls(
         arn_of("SubscriptionsTable"): {
             "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem",
         },
-        arn_of("DeliveriesTable"): {"dynamodb:GetItem", "dynamodb:BatchGetItem"},
+        # UpdateItem: recover marks each delivery it sent again `pending`.
+        arn_of("DeliveriesTable"): {
+            "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem",
+        },
         # Keyed by subscription: its pages are a Query on the table, no index needed.
         arn_of("FirstAttemptsTable"): {"dynamodb:GetItem", "dynamodb:Query"},
+        # BatchGetItem: recover reads 100 events' webhook bodies a call.
         arn_of("ClaimsTable"): {
             "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+            "dynamodb:BatchGetItem",
         },
         # Scan: the quarantine listing across reasons.
         arn_of("QuarantineTable"): {

@@ -165,6 +165,10 @@ V1_ROUTES = {
     "send_test_webhook": Route(
         "POST", lambda w: f"/v1/subscriptions/{w.subscription_id}/test", None, SCOPED
     ),
+    "recover_subscription": Route(
+        "POST", lambda w: f"/v1/subscriptions/{w.subscription_id}/recover",
+        lambda w: {"since": "2026-01-01T00:00:00Z"}, (202, 202, 404, 403),
+    ),
     "list_deliveries_of_subscription": Route(
         "GET", lambda w: f"/v1/deliveries?subscription_id={w.subscription_id}", None, SCOPED
     ),

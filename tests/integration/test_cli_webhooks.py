@@ -213,3 +213,40 @@ def test_job_name_filters_are_added_replaced_and_cleared(
     )  # fmt: skip
     assert refused.code != 0
     assert "job_names" in refused.stderr
+
+
+def test_recover_prints_progress_and_counts_and_refuses_what_it_cannot_do(
+    api: ApiServer, receiver: Receiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    added = run_cli(capsys, "webhooks", "add", "--tenant", "acme", "--url", receiver.url).json()
+    subscription_id = added["subscription_id"]
+    since = "2026-01-01T00:00:00Z"
+
+    nothing = run_cli(capsys, "webhooks", "recover", subscription_id, "--since", since)
+    assert nothing.code == 0, nothing.stderr
+    assert nothing.json() == {
+        "subscription_id": subscription_id,
+        "since": "2026-01-01T00:00:00.000Z",
+        "sent": 0,
+        "by_status": {},
+        "unavailable": 0,
+        "pages": 1,
+    }
+    assert nothing.stderr == f"recover {subscription_id}: 0 sent, done\n"
+
+    for bad, problem in (("yesterday", "is not an ISO 8601 time"), ("2026-12-06", "no time zone")):
+        refused = run_cli(capsys, "webhooks", "recover", subscription_id, "--since", bad)
+        assert refused.code == 2
+        assert "--since" in refused.stderr and problem in refused.stderr
+    future = run_cli(capsys, "webhooks", "recover", subscription_id, "--since", "2999-01-01T00:00Z")
+    assert future.code == 1
+    assert future.stderr.startswith("jobhooks: invalid_since: since: ")
+    other = run_cli(
+        capsys, "webhooks", "recover", subscription_id, "--since", since, "--tenant", "globex"
+    )
+    assert other.code == 1
+    assert other.stderr.startswith("jobhooks: subscription_not_found: ")
+    assert run_cli(capsys, "webhooks", "update", subscription_id, "--disable").code == 0
+    disabled = run_cli(capsys, "webhooks", "recover", subscription_id, "--since", since)
+    assert disabled.code == 1
+    assert disabled.stderr.startswith("jobhooks: subscription_not_active: ")

@@ -231,16 +231,19 @@ def test_410_gone_disables_the_subscription_and_stops_retrying(bench: DeliveryBe
     assert subscription.status is SubscriptionStatus.DISABLED
     assert subscription.disabled_reason is not None and "410" in subscription.disabled_reason
 
-    # Another event for the disabled subscription is parked without a POST (replayable later).
+    # Another event for the disabled subscription is kept as skipped, without a POST (for
+    # `recover` once the endpoint is back), and acked: nothing goes to the delivery DLQ.
     other = bench.task(issued, event_id="fetcher.job.completed.j-2")
     bench.enqueue(other)
     bench.run_batch()
     assert receiver.count == 1
-    assert bench.record(other).status is DeliveryStatus.PARKED
-    [parked] = bench.parked()
-    assert ParkingSummary.from_message_attributes(parked["MessageAttributes"]) == ParkingSummary(
-        ParkReason.SUBSCRIPTION_DISABLED, 0, None
+    skipped = bench.record(other)
+    assert (skipped.status, skipped.status_reason) == (
+        DeliveryStatus.SKIPPED,
+        "subscription_disabled",
     )
+    assert skipped.attempts == () and skipped.attempt_count == 0
+    assert bench.parked() == [] and bench.queue_depth() == 0
 
 
 def test_a_410_for_a_subscription_deleted_meanwhile_still_ends_the_delivery(

@@ -1126,7 +1126,7 @@ def test_a_key_added_after_the_cached_read_verifies_at_once(bridge: Bridge) -> N
 # -------------------------------------------------------------------------- tenancy
 
 
-def test_events_reach_only_their_own_tenants_active_subscriptions(bridge: Bridge) -> None:
+def test_events_reach_only_their_own_tenants_subscriptions(bridge: Bridge) -> None:
     acme_all = bridge.subscribe("acme")
     acme_failed = bridge.subscribe("acme", ("job.failed",))
     acme_disabled = bridge.subscribe("acme")
@@ -1147,6 +1147,10 @@ def test_events_reach_only_their_own_tenants_active_subscriptions(bridge: Bridge
         (event_id_of(acme_failure), acme_all.subscription_id, "acme"),
         (event_id_of(acme_failure), acme_failed.subscription_id, "acme"),
         (event_id_of(globex_completed), globex_all.subscription_id, "globex"),
+        # A disabled subscription gets its tasks too: deliver records them `skipped`, so that
+        # `recover` can send them once it is active again (jobhooks.delivery.skipped).
+        (event_id_of(acme_completed), acme_disabled.subscription_id, "acme"),
+        (event_id_of(acme_failure), acme_disabled.subscription_id, "acme"),
     }
 
 

@@ -21,7 +21,6 @@ from botocore.exceptions import ClientError
 from jobhooks.delivery.circuit_breaker import CircuitBreaker
 from jobhooks.delivery.first_attempts import FirstAttemptLog
 from jobhooks.delivery.model import DeliveryOutcome, DeliveryResult, DeliveryStatus
-from jobhooks.delivery.parking import ParkingSummary, ParkReason
 from jobhooks.delivery.settings import DeliverSettings
 from jobhooks.delivery.wiring import build_deliverer
 from jobhooks.delivery_task import DeliveryTask, delivery_id_for
@@ -33,7 +32,7 @@ from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.wiring import build_ingest_service
 from jobhooks.spill.settings import SpillSettings
 from jobhooks.spill.wiring import build_spill_drain
-from jobhooks.subscriptions import Subscription, SubscriptionStatus
+from jobhooks.subscriptions import SubscriptionStatus
 from jobhooks.webhook_signature import webhook_id_for
 from jobhooks_tools.local.template import LocalResources
 from jobhooks_tools.sample_events import SampleEvent, demo_key, make_job_event
@@ -380,39 +379,27 @@ def test_a_410_on_the_first_attempt_disables_the_subscription_and_enqueues_nothi
     assert receiver.count == 1 and world.queued() == []
 
 
-@dataclass
-class AsStored:
-    """A matcher that answers with the subscriptions as stored now, disabled ones included:
-    what a matching cache filled before an operator disabled one gives, made visible."""
-
-    bench: DeliveryBench
-    subscription_ids: tuple[str, ...]
-
-    def matching(self, tenant_id: str, event_type: str) -> Sequence[Subscription]:
-        return [self.bench.store.get(s) for s in self.subscription_ids]
-
-
-def test_a_disabled_subscriptions_task_is_enqueued_unattempted_and_parked_by_deliver(
+def test_a_disabled_subscriptions_delivery_is_recorded_skipped_with_no_post_and_no_task(
     world: World,
 ) -> None:
     receiver = world.bench.receiver()
     issued = world.bench.subscribe(receiver)
     subscription_id = issued.subscription.subscription_id
     world.bench.store.disable(subscription_id, "disabled by the tenant")
-    world.ingest.subscriptions = AsStored(world.bench, (subscription_id,))
+    # The wiring's matcher finds disabled subscriptions too (one Query either way).
     event = world.event()
 
     assert accepted(world.run(event))
 
     assert receiver.count == 0
-    assert world.delivery_items() == 0
-    world.bench.run_batch()
-    [parked] = world.bench.parked()
-    summary = ParkingSummary.from_message_attributes(parked["MessageAttributes"])
-    assert summary is not None and summary.reason is ParkReason.SUBSCRIPTION_DISABLED
-    assert DeliveryTask.from_json(parked["Body"]).attempts_made == 0
     record = world.bench.log.find(delivery_id_for(event_id_of(event), subscription_id))
-    assert record is not None and record.status is DeliveryStatus.PARKED
+    assert record is not None
+    assert (record.status, record.status_reason) == (
+        DeliveryStatus.SKIPPED,
+        "subscription_disabled",
+    )
+    assert record.attempt_count == 0
+    assert world.queued() == [] and world.bench.parked() == []
     assert receiver.count == 0
 
 

@@ -604,6 +604,25 @@ def test_matching_respects_tenant_event_type_and_status(store: SubscriptionStore
     assert store.matching("initech", "job.completed") == ()
 
 
+def test_ingests_matching_finds_disabled_subscriptions_too_and_only_the_tenants(
+    store: SubscriptionStore, local: Local
+) -> None:
+    active = _add(store, "acme").subscription.subscription_id
+    disabled = _add(store, "acme").subscription.subscription_id
+    store.disable(disabled, "receiver answered 410")
+    unwanted = _add(store, "acme", event_types=["job.failed"]).subscription.subscription_id
+    store.disable(unwanted, "disabled by the tenant")
+    _add(store, "globex")
+    ingests = local.store(match_disabled=True)
+
+    matched = ingests.matching("acme", "job.completed")
+
+    assert _ids(matched) == {active, disabled}
+    assert {s.subscription_id: s.is_active for s in matched} == {active: True, disabled: False}
+    assert _ids(ingests.matching("acme", "job.failed")) == {active, disabled, unwanted}
+    assert _ids(store.matching("acme", "job.failed")) == {active}
+
+
 def test_matching_for_one_tenant_never_returns_another_tenants(store: SubscriptionStore) -> None:
     tenants = ["acme", "acme2", "Acme", "acme ", "globex", "single-tenant"]
     owned = {tenant: _add(store, tenant).subscription.subscription_id for tenant in tenants}

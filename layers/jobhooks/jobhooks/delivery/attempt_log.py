@@ -214,6 +214,88 @@ class AttemptLog:
                 return
             request["ExclusiveStartKey"] = start_key
 
+    # -- recovery (`recovery`) ---------------------------------------------------------------
+
+    def oldest_by_subscription(
+        self,
+        subscription_id: str,
+        since: datetime,
+        statuses: Iterable[DeliveryStatus],
+        *,
+        after: tuple[datetime, str] | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        max_read: int | None = None,
+    ) -> tuple[list[DeliveryRecord], tuple[datetime, str] | None]:
+        """The subscription's live deliveries in `statuses` created at `since` or later, oldest
+        first (GSI `by_subscription`), at most `limit`; and the place to go on from (`after`:
+        the last delivery read, its `created_at` and id), None when there is no more.
+
+        The status is a filter, which saves transfer, not read units: at most `max_read`
+        deliveries (default 20 times `limit`) are read per call, so a long run of deliveries in
+        other statuses ends a call early with a place to go on from."""
+        values: dict[str, Any] = {
+            ":s": {"S": subscription_id},
+            ":since": {"S": format_time(since)},
+        }
+        wanted = []
+        for n, status in enumerate(statuses):
+            values[f":st{n}"] = {"S": status.value}
+            wanted.append(f":st{n}")
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": BY_SUBSCRIPTION_INDEX,
+            "KeyConditionExpression": "subscription_id = :s AND created_at >= :since",
+            "FilterExpression": f"#status IN ({', '.join(wanted)})",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": True,
+        }
+        if after is not None:
+            request["ExclusiveStartKey"] = {
+                "subscription_id": {"S": subscription_id},
+                "created_at": {"S": format_time(after[0])},
+                "delivery_id": {"S": after[1]},
+            }
+        budget = max_read if max_read is not None else 20 * limit
+        found: list[DeliveryRecord] = []
+        while True:
+            # Limit bounds what is read before the filter: `found` never passes `limit`.
+            request["Limit"] = max(1, min(limit - len(found), budget))
+            response = self._dynamodb.query(**request)
+            budget -= int(response.get("ScannedCount", request["Limit"]))
+            for item in response.get("Items", []):
+                record = _from_item(item)
+                if self._is_live(record):
+                    found.append(record)
+            start_key = response.get("LastEvaluatedKey")
+            if not start_key:
+                return found, None
+            place = (parse_time(start_key["created_at"]["S"]), start_key["delivery_id"]["S"])
+            if len(found) >= limit or budget <= 0:
+                return found, place
+            request["ExclusiveStartKey"] = start_key
+
+    def mark_recovering(self, record: DeliveryRecord, reason: str) -> bool:
+        """Set the delivery `pending` with `reason` (it was sent again), only if it is still as
+        `record` read it (same status, same `updated_at`); False when it changed meanwhile."""
+        now = to_stored_precision(self._clock())
+        update = ItemUpdate()
+        update.set("status", {"S": DeliveryStatus.PENDING.value})
+        update.set("status_reason", {"S": reason})
+        update.set("updated_at", {"S": format_time(now)})
+        seen_status = update.value("seen_status", {"S": record.status.value})
+        seen_at = update.value("seen_at", {"S": format_time(record.updated_at)})
+        update.condition(
+            f"{update.name('status')} = {seen_status} AND {update.name('updated_at')} = {seen_at}"
+        )
+        try:
+            self._dynamodb.update_item(**update.request(self.table_name, _key(record.delivery_id)))
+        except ClientError as error:
+            if is_condition_failure(error):
+                return False
+            raise
+        return True
+
     # -- internals ---------------------------------------------------------------------------
 
     def _is_live(self, record: DeliveryRecord) -> bool:

@@ -8,7 +8,8 @@ For one task (`Deliverer.deliver_task`), in order:
    one the attempt log has no record of whose first attempt, made by ingest, succeeded (its
    page says so), unless the task is a replay;
 3. the subscription is read (cached for a few seconds in a warm function); a deleted one, or one
-   of another tenant, ends the delivery as `failed`; a disabled one parks it;
+   of another tenant, ends the delivery as `failed`; a disabled one records it `skipped`
+   (`skipped`), acked;
 4. the attempt (`attempt`): the task's payload, byte for byte, POSTed with Standard Webhooks
    headers signed by every active secret, a fresh `webhook-timestamp` and the task's fixed
    `webhook-id`;
@@ -68,6 +69,7 @@ from jobhooks.delivery.ports import (
 )
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule, UniformRandom
 from jobhooks.delivery.settle import Settlement, SettlementObserver, task_fields
+from jobhooks.delivery.skipped import skip_delivery
 from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.exceptions import SubscriptionNotFoundError
@@ -244,16 +246,10 @@ class Deliverer:
             if not self._log.record_attempt(task, DeliveryStatus.FAILED, reason=reason):
                 return DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id)
             return DeliveryOutcome(DeliveryResult.DROPPED, task.delivery_id)
-        source = _QueuedAttempt(self._log, self._queue, message, existing)
         if not subscription.is_active:
-            return self.settlement.park(
-                task,
-                None,
-                ParkReason.SUBSCRIPTION_DISABLED,
-                source,
-                existing=existing,
-                subscription=subscription,
-            )
+            # Kept as `skipped`, for `recover` once it is active again (`skipped`).
+            return skip_delivery(self._log, task)
+        source = _QueuedAttempt(self._log, self._queue, message, existing)
 
         # Attempts ingest made before enqueueing (its first attempt) count: the first receive
         # of such a task is attempt 2, and the schedule's end comes as many receives sooner.

@@ -41,6 +41,21 @@ class DeliveryLogBusyError(DeliveryError):
         )
 
 
+class RecoveryIncompleteError(DeliveryError):
+    """The delivery queue refused some of a recovery's tasks; what it took is marked sent."""
+
+    code = "recovery_incomplete"
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+
+    def __init__(self, refused: int, sent: int) -> None:
+        super().__init__(
+            f"the delivery queue refused {refused} deliveries ({sent} were sent); run the same "
+            "recover again: what was sent is not sent twice"
+        )
+        self.refused = refused
+        self.sent = sent
+
+
 class RefusalCode(StrEnum):
     """Why the network policy refused a webhook URL (docs/network-policy.md)."""
 

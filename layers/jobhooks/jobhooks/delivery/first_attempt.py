@@ -20,9 +20,11 @@ Each task ends as one `DeliveryOutcome`:
   delay after attempt 1 (capped at SQS's 900 s); with a one-attempt schedule it is parked, as
   deliver would;
 - gone (410): the subscription disabled, the delivery recorded `gone`;
-- not started (`NotAttemptedReason`): the subscription is disabled or another tenant's, its
-  circuit is open (`circuit_breaker`), the deadline came before the POST could start, or the
-  attempt raised (a bug: logged); the task is enqueued as it would be without first attempts.
+- skipped: the subscription is disabled; the delivery is recorded `skipped` (`skipped`), with no
+  POST and no task;
+- not started (`NotAttemptedReason`): the subscription is another tenant's, its circuit is
+  open (`circuit_breaker`), the deadline came before the POST could start, or the attempt
+  raised (a bug: logged); the task is enqueued as it would be without first attempts.
 
 The pool is shared fairly (`fair_pool`): POSTs start in turn across tenants, and each tenant of
 the batch gets an equal share of the workers. A POST still running when the deadline passes (the
@@ -65,6 +67,7 @@ from jobhooks.delivery.model import (
 )
 from jobhooks.delivery.ports import SubscriptionDirectory, WebhookPoster
 from jobhooks.delivery.settle import Settlement, task_fields
+from jobhooks.delivery.skipped import skip_delivery
 from jobhooks.delivery_task import MAX_DELAY_SECONDS, DelayedTask, DeliveryTask, QueuedTask
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
@@ -198,6 +201,8 @@ class FirstAttemptStage:
     def _settle(
         self, posted: Posted, source: _FirstAttemptOf, subscription: Subscription | None
     ) -> DeliveryOutcome:
+        if posted.not_attempted is NotAttemptedReason.SUBSCRIPTION_DISABLED:
+            return skip_delivery(self.settlement.attempt_log, posted.task)
         if posted.attempt is None:
             source.queued.append(posted.task)  # as it would be without first attempts
             return DeliveryOutcome(DeliveryResult.NOT_STARTED, posted.task.delivery_id)

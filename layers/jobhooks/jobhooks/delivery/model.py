@@ -75,6 +75,9 @@ class DeliveryStatus(StrEnum):
     """In the delivery DLQ (attempts exhausted, or the subscription is disabled): replayable."""
     GONE = "gone"
     """The receiver answered 410 Gone; its subscription was disabled."""
+    SKIPPED = "skipped"
+    """Not sent: the subscription was disabled when the event came (`skipped`). Kept so that
+    `recover` can send it once the endpoint is back (`recovery`)."""
 
 
 class DeliveryAttempt(BaseModel):
@@ -199,6 +202,8 @@ class DeliveryResult(StrEnum):
     GONE = "gone"
     DROPPED = "dropped"
     """The subscription no longer exists or is another tenant's: recorded as failed, acked."""
+    SKIPPED = "skipped"
+    """The subscription is disabled: recorded as skipped without a POST, acked."""
     NOT_STARTED = "not_started"
     """Too little of the invocation was left to make the attempt; SQS brings the task back."""
 

@@ -87,6 +87,7 @@ class Settlement:
         observers: Sequence[SettlementObserver] = (),
     ) -> None:
         self._log = attempt_log
+        self.attempt_log = attempt_log
         self._subscriptions = subscriptions
         self._dead_letters = dead_letters
         self.schedule = schedule

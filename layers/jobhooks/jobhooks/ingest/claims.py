@@ -52,7 +52,7 @@ from jobhooks.ingest.model import (
     FanOutPlan,
     TakeOver,
 )
-from jobhooks.storage.claim_reader import batch_key, is_batch_key, subscription_ids_of
+from jobhooks.storage.claim_reader import batch_key, is_batch_key, payload_of, subscription_ids_of
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor, printable_text, stored_time
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
@@ -429,7 +429,7 @@ def _record_from_item(item: dict[str, Any]) -> EventRecord:
         lease_until_ms=_n(item, "lease_until"),
         done_at=_time(_s(item, "done_at")),
         matched=_n(item, "matched"),
-        payload=_payload(item),
+        payload=payload_of(item),
         unmatched="unmatched_tenant" in item,
         subscription_ids=subscription_ids_of(item),
         batch_id=_s(item, "batch_id"),
@@ -455,16 +455,6 @@ def _planned_fan_out(plan: FanOutPlan, tenant_id: str, now: datetime) -> dict[st
 
 def _compress(payload: str) -> bytes:
     return zlib.compress(payload.encode("utf-8"), 9)
-
-
-def _payload(item: dict[str, Any]) -> str | None:
-    value = item.get("payload")
-    if not value:
-        return None
-    if "B" in value:
-        return zlib.decompress(value["B"]).decode("utf-8")
-    # Claims completed before the payload was compressed, until the dedup retention ends.
-    return str(value["S"]) if "S" in value else None
 
 
 def _s(item: dict[str, Any], name: str) -> str | None:

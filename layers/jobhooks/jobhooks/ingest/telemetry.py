@@ -56,6 +56,7 @@ _FIRST_ATTEMPT_COUNTS: Final = {
     DeliveryResult.SUCCEEDED: "succeeded",
     DeliveryResult.GONE: "gone",
     DeliveryResult.NOT_STARTED: "skipped",
+    DeliveryResult.SKIPPED: "skipped",
 }
 
 

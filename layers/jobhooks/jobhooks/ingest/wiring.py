@@ -61,12 +61,14 @@ def build_ingest_service(
     first_attempts = first_attempts and settings.first_attempt_seconds > 0
     # With first attempts the matching store also opens signing secrets (KMS, the deliver
     # function's data-key cache) and disables a subscription that answered 410, which clears
-    # its matching cache: the next batch no longer matches it. Matching alone needs no KMS.
+    # its matching cache: the next batch sees it disabled. Matching alone needs no KMS. Disabled
+    # subscriptions match too: their deliveries are recorded `skipped` (delivery.skipped).
     matching = SubscriptionStore(
         settings.subscriptions_table,
         dynamodb,
         aws_client("kms", session=session) if first_attempts else None,
         matching_cache_seconds=settings.subscription_cache_seconds,
+        match_disabled=True,
     )
     keys: FetcherKeySource
     if settings.fetcher_keys_secret_arn:
@@ -88,7 +90,9 @@ def build_ingest_service(
             clock=clock,
         ),
         subscriptions=matching,
-        current_subscriptions=SubscriptionStore(settings.subscriptions_table, dynamodb, None),
+        current_subscriptions=SubscriptionStore(
+            settings.subscriptions_table, dynamodb, None, match_disabled=True
+        ),
         deliveries=DeliveryQueue(settings.delivery_queue_url, sqs),
         keys=keys,
         policy=settings.verification_policy(keys=()),

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from jobhooks.delivery.first_attempts import FirstAttemptLog
     from jobhooks.delivery.history import DeliveryHistory
     from jobhooks.delivery.ports import WebhookPoster
+    from jobhooks.delivery.recovery import Recovery
     from jobhooks.ingest.claims import ClaimStore
     from jobhooks.ingest.quarantine import QuarantineStore
     from jobhooks.ingest.service import IngestService
@@ -130,6 +131,19 @@ class ManagementContext:
 
         claims = ClaimReader(self.settings.claims_table, self.dynamodb, clock=self.clock)
         return DeliveryHistory(self.attempt_log, self.first_attempts, claims)
+
+    @functools.cached_property
+    def recovery(self) -> Recovery:
+        """Sends a subscription's undelivered deliveries again (`recover`)."""
+        from jobhooks.delivery.recovery import Recovery
+        from jobhooks.ingest.fan_out import DeliveryQueue
+        from jobhooks.storage.claim_reader import ClaimReader
+
+        return Recovery(
+            attempt_log=self.attempt_log,
+            claims=ClaimReader(self.settings.claims_table, self.dynamodb, clock=self.clock),
+            queue=DeliveryQueue(self.settings.delivery_queue_url, self.sqs),
+        )
 
     @functools.cached_property
     def claims(self) -> ClaimStore:

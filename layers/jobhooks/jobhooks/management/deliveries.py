@@ -143,6 +143,7 @@ def delivery_summary(record: DeliveryRecord) -> DeliverySummary:
         tenant_id=record.tenant_id,
         event_type=record.event_type,
         status=record.status.value,
+        status_reason=record.status_reason,
         attempt_count=record.attempt_count,
         created_at=format_time(record.created_at),
         updated_at=format_time(record.updated_at),

@@ -79,6 +79,32 @@ class EventPayloadUnavailableError(ManagementError):
         self.event_id = event_id
 
 
+class SubscriptionNotActiveError(ManagementError):
+    """Recover was asked for a disabled subscription: its deliveries would only be skipped."""
+
+    code = "subscription_not_active"
+    status = HTTPStatus.CONFLICT
+
+    def __init__(self, subscription_id: str) -> None:
+        super().__init__(
+            f"subscription {subscription_id!r} is disabled: enable it first (`jobhooks webhooks "
+            "update SUBSCRIPTION_ID --enable`), then recover; its deliveries are kept meanwhile"
+        )
+        self.subscription_id = subscription_id
+
+
+class InvalidSinceError(ManagementError):
+    code = "invalid_since"
+    status = HTTPStatus.UNPROCESSABLE_ENTITY
+    field = "since"
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(
+            f"{problem}; give an ISO 8601 time with a time zone, not in the future, e.g. "
+            "2026-12-06T01:00:00Z"
+        )
+
+
 class RedriveUnavailableError(ManagementError):
     """SQS refused to start a message-move task (one is running, or the queue is no DLQ)."""
 

@@ -201,6 +201,38 @@ class SubscriptionPage(_Model):
     next_cursor: str | None = Field(default=None, description="pass as `cursor` for the next page")
 
 
+class RecoverRequest(_Request):
+    since: str = Field(
+        min_length=1,
+        max_length=64,
+        description="send again the deliveries created at this time or later (ISO 8601 with "
+        "a time zone, e.g. 2026-12-06T01:00:00Z; not in the future)",
+    )
+    cursor: str | None = Field(
+        default=None,
+        max_length=CURSOR_MAX_LENGTH,
+        description="`next_cursor` of the previous answer",
+    )
+    limit: int = Field(
+        default=500, ge=1, le=1000, description="at most this many deliveries in this call"
+    )
+
+
+class RecoveryResult(_Model):
+    subscription_id: str
+    since: Timestamp
+    sent: int = Field(description="deliveries sent to the delivery queue again by this call")
+    by_status: dict[str, int] = Field(
+        description="the deliveries sent, by the status they had: skipped, failed, parked, gone"
+    )
+    unavailable: int = Field(
+        description="deliveries whose webhook body is no longer kept: they cannot be sent"
+    )
+    next_cursor: str | None = Field(
+        default=None, description="more deliveries to recover: call again with this cursor"
+    )
+
+
 class TestSendResult(_Model):
     """The attempt a test send made: signed like a real webhook, recorded nowhere."""
 
@@ -242,7 +274,12 @@ class DeliverySummary(_Model):
     subscription_id: str
     tenant_id: str | None = None
     event_type: str | None = None
-    status: str = Field(description="pending, succeeded, failed, parked or gone")
+    status: str = Field(description="pending, succeeded, failed, parked, gone or skipped")
+    status_reason: str | None = Field(
+        default=None,
+        description="why it ended failed, parked, gone or skipped (e.g. subscription_disabled), "
+        "or recovering: sent again by recover",
+    )
     attempt_count: int
     created_at: Timestamp | None = None
     updated_at: Timestamp | None = None

@@ -30,6 +30,7 @@ from jobhooks.management.models import (
     DeadLetterQueue,
     ErrorBody,
     QuarantineReplayRequest,
+    RecoverRequest,
     RedriveRequest,
     RotateSecretRequest,
     UpdateSubscriptionRequest,
@@ -200,6 +201,17 @@ CreateAlertRuleBody = Annotated[
 RotateSecretBody = Annotated[
     RotateSecretRequest | None,
     Body(openapi_examples={"one hour of overlap": _example({"grace_seconds": 3600})}),
+]
+RecoverBody = Annotated[
+    RecoverRequest,
+    Body(
+        openapi_examples={
+            "since the outage began": _example({"since": "2026-12-06T01:00:00Z"}),
+            "the next page": _example(
+                {"since": "2026-12-06T01:00:00Z", "cursor": "eyJzIjoi...", "limit": 500}
+            ),
+        }
+    ),
 ]
 QuarantineReplayBody = Annotated[
     QuarantineReplayRequest | None,

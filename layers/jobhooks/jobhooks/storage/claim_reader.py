@@ -8,17 +8,24 @@ This reader lives in the storage kit so that delivery reads claims without impor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from jobhooks.storage.exceptions import ClaimsBusyError
 from jobhooks.storage.times import from_epoch_seconds, utc_now
 
 # A completion record's key; no verified ce-id has this form (`fetcher.job.<status>.<job id>`).
 BATCH_KEY_PREFIX: Final = "batch#"
 # The claim's `state` once it was completed by an update (claims written before batch ids).
 DONE_STATE: Final = "done"
+# BatchGetItem takes at most 100 keys; unprocessed ones are asked again, backing off.
+MAX_BATCH_GET_KEYS: Final = 100
+BATCH_GET_ROUNDS: Final = 6
+BATCH_GET_BACKOFF_SECONDS: Final = 0.05
 
 
 def batch_key(batch_id: str) -> str:
@@ -46,11 +53,17 @@ class ClaimReader:
     """Reads claims (one strongly consistent GetItem). `dynamodb` is a boto3 client."""
 
     def __init__(
-        self, table_name: str, dynamodb: Any, *, clock: Callable[[], datetime] = utc_now
+        self,
+        table_name: str,
+        dynamodb: Any,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.table_name = table_name
         self._dynamodb = dynamodb
         self._clock = clock
+        self._sleep = sleep
 
     def get(self, event_id: str) -> ClaimedEvent | None:
         """The event's claim, None when absent or expired (but not yet deleted by TTL)."""
@@ -76,6 +89,50 @@ class ClaimReader:
             batch_id=item.get("batch_id", {}).get("S"),
             subscription_ids=subscription_ids_of(item),
         )
+
+    def payloads(self, event_ids: Iterable[str]) -> dict[str, str]:
+        """The webhook bodies of the events whose claims are kept and hold one, by event id
+        (BatchGetItem, 100 keys a call; keys left unprocessed are asked again)."""
+        unique = sorted({e for e in event_ids if not is_batch_key(e)})
+        found: dict[str, str] = {}
+        for start in range(0, len(unique), MAX_BATCH_GET_KEYS):
+            keys: list[dict[str, Any]] = [
+                {"event_id": {"S": e}} for e in unique[start : start + MAX_BATCH_GET_KEYS]
+            ]
+            for round_ in range(BATCH_GET_ROUNDS):
+                if round_:
+                    self._sleep(BATCH_GET_BACKOFF_SECONDS * 2 ** (round_ - 1))
+                response = self._dynamodb.batch_get_item(
+                    RequestItems={
+                        self.table_name: {
+                            "Keys": keys,
+                            "ProjectionExpression": "event_id, payload, expires_at",
+                        }
+                    }
+                )
+                for item in response.get("Responses", {}).get(self.table_name, []):
+                    expires = item.get("expires_at", {}).get("N")
+                    payload = payload_of(item)
+                    if expires and from_epoch_seconds(int(expires)) > self._clock() and payload:
+                        found[item["event_id"]["S"]] = payload
+                unprocessed = response.get("UnprocessedKeys", {}).get(self.table_name, {})
+                keys = unprocessed.get("Keys", [])
+                if not keys:
+                    break
+            else:
+                raise ClaimsBusyError()
+        return found
+
+
+def payload_of(item: dict[str, Any]) -> str | None:
+    """The webhook body a claim item holds (zlib-compressed), None when it holds none."""
+    value = item.get("payload")
+    if not value:
+        return None
+    if "B" in value:
+        return zlib.decompress(value["B"]).decode("utf-8")
+    # Claims completed before the payload was compressed, until the dedup retention ends.
+    return str(value["S"]) if "S" in value else None
 
 
 def subscription_ids_of(item: dict[str, Any]) -> tuple[str, ...] | None:

@@ -27,3 +27,13 @@ class InvalidPageSizeError(JobhooksError):
 
     def __init__(self, maximum: int) -> None:
         super().__init__(f"the page size must be between 1 and {maximum}")
+
+
+class ClaimsBusyError(JobhooksError):
+    code = "claims_busy"
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the claims table is throttling reads right now; try again in a few seconds"
+        )

@@ -87,7 +87,9 @@ class SubscriptionStore:
     `dynamodb` and `kms` are boto3 clients (low-level). `kms_key_id` is needed to create and
     rotate; reading and `signing_secrets` need only `kms:Decrypt`. `matching_cache_seconds`
     turns on a per-process cache of `matching()` results for the Lambda hot path: a change made
-    by another process is then seen up to that many seconds late.
+    by another process is then seen up to that many seconds late. `match_disabled`: `matching()`
+    returns the disabled subscriptions too (ingest's store: their deliveries are recorded
+    `skipped`, `jobhooks.delivery.skipped`).
     """
 
     def __init__(
@@ -103,8 +105,10 @@ class SubscriptionStore:
         data_key_cache_size: int = DEFAULT_DATA_KEY_CACHE_SIZE,
         clock: Callable[[], datetime] = utc_now,
         monotonic: Callable[[], float] = time.monotonic,
+        match_disabled: bool = False,
     ) -> None:
         self.table_name = table_name
+        self.match_disabled = match_disabled
         self._dynamodb = dynamodb
         self._vault = SecretVault(kms, kms_key_id, cache_size=data_key_cache_size)
         self._allow_http_urls = allow_http_urls
@@ -229,30 +233,39 @@ class SubscriptionStore:
         return SubscriptionPage(page, next_cursor)
 
     def matching(self, tenant_id: str, event_type: str) -> tuple[Subscription, ...]:
-        """The active subscriptions of exactly `tenant_id` that want `event_type`."""
+        """The active subscriptions of exactly `tenant_id` that want `event_type` (with
+        `match_disabled`, the disabled ones too: the same Query reads them either way, since
+        a filter saves no read units)."""
         wanted = parse_event_types([event_type])[0]
         cache_key = (tenant_id, wanted.value)
         if self._matching_cache is not None:
             cached = self._matching_cache.get(cache_key)
             if cached is not None:
                 return cached
-        request = {
+        request: dict[str, Any] = {
             "TableName": self.table_name,
             "IndexName": BY_TENANT_INDEX,
             "KeyConditionExpression": "tenant_id = :tenant",
-            "FilterExpression": "#status = :active AND contains(event_types, :event_type)",
-            "ExpressionAttributeNames": {"#status": "status"},
+            "FilterExpression": "contains(event_types, :event_type)",
             "ExpressionAttributeValues": {
                 ":tenant": {"S": tenant_id},
-                ":active": {"S": SubscriptionStatus.ACTIVE.value},
                 ":event_type": {"S": wanted.value},
             },
         }
+        if not self.match_disabled:
+            request["FilterExpression"] += " AND #status = :active"
+            request["ExpressionAttributeNames"] = {"#status": "status"}
+            request["ExpressionAttributeValues"][":active"] = {"S": SubscriptionStatus.ACTIVE.value}
         # The filter already did this; checking again in code keeps the tenant rule local.
         matches = [
             subscription
             for subscription in map(_from_item, every_item(self._dynamodb.query, request))
             if subscription.wants(tenant_id, wanted.value)
+            or (
+                self.match_disabled
+                and subscription.tenant_id == tenant_id
+                and wanted in subscription.event_types
+            )
         ]
         result = tuple(sorted(matches, key=lambda subscription: subscription.created_at))
         if self._matching_cache is not None:

@@ -1,6 +1,7 @@
 """The management API's routes: one Powertools `Router` per resource, each a module here.
 
-    subscriptions   /v1/subscriptions...: create, list, show, change, delete, rotate, test send
+    subscriptions   /v1/subscriptions...: create, list, show, change, delete, rotate, test send,
+                    recover
     deliveries      /v1/deliveries...: attempt history, replay one delivery
     events          /v1/events...: replay one event, events no subscription wanted
     quarantine      /v1/quarantine...: rejected messages, replay after fixing the cause

@@ -1,4 +1,5 @@
-"""Routes of /v1/subscriptions: create, list, show, change, delete, rotate the secret, test send.
+"""Routes of /v1/subscriptions: create, list, show, change, delete, rotate the secret, test send,
+recover.
 
 Bodies and answers are never logged: a create or rotate answer carries a signing secret.
 """
@@ -12,8 +13,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobhooks.management import subscriptions
+from jobhooks.management import recovery, subscriptions
 from jobhooks.management.models import (
+    RecoveryResult,
     RotateSecretRequest,
     SubscriptionPage,
     SubscriptionView,
@@ -24,6 +26,7 @@ from jobhooks.management.openapi import (
     CreateSubscriptionBody,
     CursorQuery,
     LimitQuery,
+    RecoverBody,
     RotateSecretBody,
     SubscriptionIdPath,
     TenantQuery,
@@ -37,6 +40,7 @@ from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
 OK, CREATED, NO_CONTENT = HTTPStatus.OK, HTTPStatus.CREATED, HTTPStatus.NO_CONTENT
 NOT_FOUND, CONFLICT = HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT
+ACCEPTED, UNPROCESSABLE = HTTPStatus.ACCEPTED, HTTPStatus.UNPROCESSABLE_ENTITY
 TAGS = ["subscriptions"]
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
@@ -182,3 +186,34 @@ def handle_send_test_webhook(
     result = subscriptions.send_test_webhook(context, subscription_id, tenant_id=scope)
     metrics.add_metric(name="TestSends", unit=MetricUnit.Count, value=1)
     return result
+
+
+@router.post(
+    "/v1/subscriptions/<subscription_id>/recover",
+    operation_id="recover_subscription",
+    summary="Send again, oldest first, every delivery since a time that did not succeed",
+    status_code=ACCEPTED,
+    responses=documented(
+        ACCEPTED, RecoveryResult, NOT_FOUND, CONFLICT, UNPROCESSABLE, HTTPStatus.SERVICE_UNAVAILABLE
+    ),
+    tags=TAGS,
+)
+def handle_recover_subscription(
+    subscription_id: SubscriptionIdPath,
+    body: RecoverBody,
+    context: Context,
+    caller: CallerOf,
+    tenant_id: TenantScopeQuery = None,
+) -> RecoveryResult:
+    scope = subscription_scope(context, caller, subscription_id, tenant_id)
+    recovered = recovery.recover_subscription(context, subscription_id, body, tenant_id=scope)
+    logger.info(
+        "subscription recovery page sent",
+        extra={
+            "subscription_id": subscription_id,
+            "sent": recovered.sent,
+            "more": recovered.next_cursor is not None,
+        },
+    )
+    metrics.add_metric(name="DeliveriesRecovered", unit=MetricUnit.Count, value=recovered.sent)
+    return recovered
