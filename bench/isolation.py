@@ -3,6 +3,7 @@
     .venv/bin/python bench/isolation.py [--rounds 1] [--quiet-events 80] [--rate 4]
                                         [--endpoints 8] [--noisy-events 8] [--max-concurrency 2]
                                         [--retry-schedule 0,5,5,5,5,5,5,5]
+                                        [--kinds slow,hanging,failing]
 
 RabbitMQ -> shovel -> SQS (moto) -> ingest (first attempts) -> SQS -> deliver -> loopback
 receivers, all of `jobhooks_tools.local.dev_stack` as `jobhooks dev` runs it, in one run. The
@@ -24,8 +25,10 @@ the request whose 2xx answer delivered it. After each phase the run waits until 
 of both tenants is delivered (the noisy ones through retries; the retry schedule is shortened to
 `RetrySchedule` 0,5,5,5,5,5,5,5 so that takes seconds, not hours). It prints p50 and p99 of the
 quiet tenant alone (every alone phase together) and beside each kind, its p99 beside a kind as a
-multiple of its p99 alone (the goal: 1.5 at most), and the machine's load average during the
-phases (the 1-minute figure, sampled each second).
+multiple of its p99 alone (the goal: 1.5 at most), the machine's load average during the
+phases (the 1-minute figure, sampled each second), and the median and p99 time of the stack's
+AWS calls while the events were published: on the local stack every function's calls, both
+tenants', go to one moto server, so a busy moto or machine shows there first.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 
+import botocore.client
 from jobhooks.webhook_signature import webhook_id_for
 from jobhooks_tools.local.dev_stack import DevStack, DevStackSettings
 from jobhooks_tools.publisher import SamplePublication, SamplePublisher, sample_traffic
@@ -128,10 +132,17 @@ def main(argv: list[str] | None = None) -> int:
         default=2,
         help="concurrent invocations per function (`jobhooks dev --max-concurrency`, default 2)",
     )
+    parser.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"noisy kinds, comma-separated ({KINDS})"
+    )
     parser.add_argument("--retry-schedule", default=RETRY_SCHEDULE, help="RetrySchedule")
     args = parser.parse_args(argv)
+    kinds = [kind for kind in args.kinds.split(",") if kind]
+    if not kinds or set(kinds) - set(KINDS):
+        parser.error(f"--kinds takes some of {', '.join(KINDS)}")
 
     receivers = Receivers()
+    calls = AwsCallTimes()
     stack = DevStack(
         DevStackSettings(
             shovel="thread",
@@ -147,21 +158,20 @@ def main(argv: list[str] | None = None) -> int:
         stack.start()
         _subscribe(receivers, "quiet", ["quiet"], "quiet")
         print(f"... warming up with {args.warmup} events", file=sys.stderr)
-        _run(stack, receivers, args.warmup, args.rate, None, 0)
+        _run(stack, receivers, calls, args.warmup, args.rate, None, 0)
         for round_ in range(args.rounds):
-            for kind in KINDS:
+            for kind in kinds:
                 print(f"... round {round_ + 1}: alone", file=sys.stderr)
-                alone = _run(stack, receivers, args.quiet_events, args.rate, None, 0)
+                alone = _run(stack, receivers, calls, args.quiet_events, args.rate, None, 0)
                 _add(results, "alone", alone)
                 tenant = f"noisy-{kind}-{round_ + 1}"
                 names = [f"{tenant}-{n}" for n in range(args.endpoints)]
                 _subscribe(receivers, tenant, names, kind)
                 print(f"... round {round_ + 1}: beside {args.endpoints} {kind}", file=sys.stderr)
-                _add(
-                    results,
-                    kind,
-                    _run(stack, receivers, args.quiet_events, args.rate, tenant, args.noisy_events),
+                beside = _run(
+                    stack, receivers, calls, args.quiet_events, args.rate, tenant, args.noisy_events
                 )
+                _add(results, kind, beside)
     finally:
         receivers.stop()
         stack.stop()
@@ -175,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"  {'beside':<10}{'events':>8}{'p50 ms':>8}{'p99 ms':>8}{'p99 / alone':>13}"
-        f"{'delivered':>22}{'load':>11}"
+        f"{'delivered':>22}{'load':>11}{'AWS call p50/p99 ms':>21}"
     )
     for name, phase in results.items():
         p99 = _quantile(phase.latencies, 99)
@@ -184,18 +194,43 @@ def main(argv: list[str] | None = None) -> int:
             f"{1000 * p99:>8.0f}{p99 / alone_p99:>13.2f}"
             f"{f'{phase.delivered}/{phase.expected} webhooks':>22}"
             f"{f'{min(phase.load):.1f}-{max(phase.load):.1f}':>11}"
+            f"{_call_times(phase.aws_calls):>21}"
         )
     return 0
 
 
 @dataclass
 class Phase:
-    """The quiet tenant's latencies in one or more phases, what was delivered, and the load."""
+    """The quiet tenant's latencies in one or more phases, what was delivered, the load, and how
+    long the stack's AWS calls took meanwhile."""
 
     latencies: list[float]
     delivered: int
     expected: int
     load: list[float]
+    aws_calls: list[float]
+
+
+class AwsCallTimes:
+    """How long each AWS call of the stack takes (every function shares one moto server here),
+    long polls left out: when the machine or moto is busy, every call of every tenant waits."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, float]] = []  # (start, seconds)
+        make_api_call = botocore.client.BaseClient._make_api_call
+
+        def timed(client: Any, operation: str, params: Any) -> Any:
+            started = time.time()
+            try:
+                return make_api_call(client, operation, params)
+            finally:
+                if operation != "ReceiveMessage":
+                    self.calls.append((started, time.time() - started))
+
+        botocore.client.BaseClient._make_api_call = timed  # type: ignore[method-assign]
+
+    def between(self, start: float, end: float) -> list[float]:
+        return [seconds for at, seconds in list(self.calls) if start <= at <= end]
 
 
 def _add(results: dict[str, Phase], name: str, phase: Phase) -> None:
@@ -207,6 +242,7 @@ def _add(results: dict[str, Phase], name: str, phase: Phase) -> None:
     pooled.delivered += phase.delivered
     pooled.expected += phase.expected
     pooled.load += phase.load
+    pooled.aws_calls += phase.aws_calls
 
 
 def _subscribe(receivers: Receivers, tenant: str, names: list[str], kind: str) -> None:
@@ -225,6 +261,7 @@ def _subscribe(receivers: Receivers, tenant: str, names: list[str], kind: str) -
 def _run(
     stack: DevStack,
     receivers: Receivers,
+    aws_calls: AwsCallTimes,
     quiet_events: int,
     rate: float,
     noisy_tenant: str | None,
@@ -256,6 +293,7 @@ def _run(
             time.sleep(max(0.0, started + at * interval - time.time()))
             published[webhook_id_for(publication.event_id)] = time.time()
             publisher.publish_sample(publication)
+    publishing_ended = time.time()
     for endpoint in misbehaving:
         endpoint.misbehaving.clear()  # it recovers: the retries deliver what it refused
     quiet_ids = {webhook_id_for(p.event_id) for p in quiet}
@@ -272,7 +310,9 @@ def _run(
     _wait(lambda: delivered() >= expected, timeout=900)
     stack.wait_until_idle(timeout=300)
     latencies = [quiet_endpoint.delivered[w] - published[w] for w in quiet_ids]
-    return Phase(latencies, delivered(), expected, load)
+    return Phase(
+        latencies, delivered(), expected, load, aws_calls.between(started, publishing_ended)
+    )
 
 
 def _interleave(
@@ -291,6 +331,12 @@ def _wait(condition: Callable[[], bool], *, timeout: float) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("not every webhook was delivered in time")
         time.sleep(0.1)
+
+
+def _call_times(seconds: list[float]) -> str:
+    if len(seconds) < 2:
+        return "-"
+    return f"{1000 * _quantile(seconds, 50):.0f}/{1000 * _quantile(seconds, 99):.0f}"
 
 
 def _quantile(values: list[float], percent: int) -> float:
