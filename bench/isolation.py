@@ -1,15 +1,19 @@
 """A quiet tenant's webhook latency alone, and beside a noisy tenant, through the whole local stack.
 
-    .venv/bin/python bench/isolation.py [--quiet-events 80] [--rate 4] [--endpoints 8]
-                                        [--noisy-events 8] [--max-concurrency 2]
+    .venv/bin/python bench/isolation.py [--rounds 1] [--quiet-events 80] [--rate 4]
+                                        [--endpoints 8] [--noisy-events 8] [--max-concurrency 2]
+                                        [--retry-schedule 0,5,5,5,5,5,5,5]
+                                        [--kinds slow,hanging,failing]
 
 RabbitMQ -> shovel -> SQS (moto) -> ingest (first attempts) -> SQS -> deliver -> loopback
 receivers, all of `jobhooks_tools.local.dev_stack` as `jobhooks dev` runs it, in one run. The
 quiet tenant has one endpoint that answers 200 at once; it publishes --quiet-events events at
---rate a second, first alone, then beside each noisy tenant in turn. Each noisy tenant (a new
-one per kind, so no circuit opened by the kind before carries over) has --endpoints endpoints
-and publishes --noisy-events events spread over the same seconds, interleaved with the quiet
-ones:
+--rate a second in every phase. Phases alternate: the quiet tenant alone, then beside a noisy
+tenant, alone again, beside the next kind, and so on (--rounds times), so that whatever else
+loads the machine meanwhile falls on the phases alone as much as on the noisy ones. Each noisy
+tenant (a new one per kind and round, so no circuit opened before carries over) has --endpoints
+endpoints and publishes --noisy-events events spread over the same seconds, interleaved with the
+quiet ones:
 
 - slow: every endpoint answers 200 after 4.8 s;
 - hanging: every endpoint holds the request without answering while the quiet tenant publishes
@@ -17,16 +21,20 @@ ones:
 - failing: every endpoint answers 500 while the quiet tenant publishes, then 200.
 
 A webhook's latency runs from just before its event's publish to the moment its endpoint has
-the request whose 2xx answer delivered it. After each kind the run waits until every webhook of
-both tenants is delivered (the noisy ones through retries; the retry schedule is shortened to
-`RetrySchedule` 0,5,5,5,5,5,5,5 so that takes seconds, not hours), then prints p50 and p99 of the
-quiet tenant beside each kind, and its p99 as a multiple of its p99 alone (the goal: 1.5 at
-most).
+the request whose 2xx answer delivered it. After each phase the run waits until every webhook
+of both tenants is delivered (the noisy ones through retries; the retry schedule is shortened to
+`RetrySchedule` 0,5,5,5,5,5,5,5 so that takes seconds, not hours). It prints p50 and p99 of the
+quiet tenant alone (every alone phase together) and beside each kind, its p99 beside a kind as a
+multiple of its p99 alone (the goal: 1.5 at most), the machine's load average during the
+phases (the 1-minute figure, sampled each second), and the median and p99 time of the stack's
+AWS calls while the events were published: on the local stack every function's calls, both
+tenants', go to one moto server, so a busy moto or machine shows there first.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import threading
@@ -36,6 +44,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 
+import botocore.client
 from jobhooks.webhook_signature import webhook_id_for
 from jobhooks_tools.local.dev_stack import DevStack, DevStackSettings
 from jobhooks_tools.publisher import SamplePublication, SamplePublisher, sample_traffic
@@ -111,6 +120,7 @@ class Receivers:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=1, help="alone/noisy alternations")
     parser.add_argument("--quiet-events", type=int, default=80)
     parser.add_argument("--rate", type=float, default=4.0, help="quiet events per second")
     parser.add_argument("--endpoints", type=int, default=8, help="endpoints of a noisy tenant")
@@ -122,52 +132,117 @@ def main(argv: list[str] | None = None) -> int:
         default=2,
         help="concurrent invocations per function (`jobhooks dev --max-concurrency`, default 2)",
     )
+    parser.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"noisy kinds, comma-separated ({KINDS})"
+    )
+    parser.add_argument("--retry-schedule", default=RETRY_SCHEDULE, help="RetrySchedule")
     args = parser.parse_args(argv)
+    kinds = [kind for kind in args.kinds.split(",") if kind]
+    if not kinds or set(kinds) - set(KINDS):
+        parser.error(f"--kinds takes some of {', '.join(KINDS)}")
 
     receivers = Receivers()
+    calls = AwsCallTimes()
     stack = DevStack(
         DevStackSettings(
             shovel="thread",
             api_port=None,
             capture_stdout=True,
-            parameters={"RetrySchedule": RETRY_SCHEDULE},
+            parameters={"RetrySchedule": args.retry_schedule},
             max_concurrency=args.max_concurrency,
             on_progress=lambda line: print(f"... {line}", file=sys.stderr),
         )
     )
-    results: dict[str, tuple[list[float], int, int]] = {}
+    results: dict[str, Phase] = {}
     try:
         stack.start()
         _subscribe(receivers, "quiet", ["quiet"], "quiet")
         print(f"... warming up with {args.warmup} events", file=sys.stderr)
-        _run(stack, receivers, args.warmup, args.rate, None, 0)
-        results["alone"] = _run(stack, receivers, args.quiet_events, args.rate, None, 0)
-        for kind in KINDS:
-            tenant = f"noisy-{kind}"
-            names = [f"{tenant}-{n}" for n in range(args.endpoints)]
-            _subscribe(receivers, tenant, names, kind)
-            print(f"... beside {args.endpoints} {kind} endpoints", file=sys.stderr)
-            results[kind] = _run(
-                stack, receivers, args.quiet_events, args.rate, tenant, args.noisy_events
-            )
+        _run(stack, receivers, calls, args.warmup, args.rate, None, 0)
+        for round_ in range(args.rounds):
+            for kind in kinds:
+                print(f"... round {round_ + 1}: alone", file=sys.stderr)
+                alone = _run(stack, receivers, calls, args.quiet_events, args.rate, None, 0)
+                _add(results, "alone", alone)
+                tenant = f"noisy-{kind}-{round_ + 1}"
+                names = [f"{tenant}-{n}" for n in range(args.endpoints)]
+                _subscribe(receivers, tenant, names, kind)
+                print(f"... round {round_ + 1}: beside {args.endpoints} {kind}", file=sys.stderr)
+                beside = _run(
+                    stack, receivers, calls, args.quiet_events, args.rate, tenant, args.noisy_events
+                )
+                _add(results, kind, beside)
     finally:
         receivers.stop()
         stack.stop()
 
-    alone_p99 = _quantile(results["alone"][0], 99)
+    alone_p99 = _quantile(results["alone"].latencies, 99)
     print(
-        f"quiet tenant: 1 endpoint, {args.quiet_events} events at {args.rate:g}/s; noisy tenant: "
-        f"{args.endpoints} endpoints, {args.noisy_events} events in the same seconds; "
-        f"{args.max_concurrency} concurrent invocations per function"
+        f"quiet tenant: 1 endpoint, {args.quiet_events} events at {args.rate:g}/s a phase; noisy "
+        f"tenant: {args.endpoints} endpoints, {args.noisy_events} events in the same seconds; "
+        f"{args.max_concurrency} concurrent invocations per function; {args.rounds} round(s) of "
+        "alone/noisy phases"
     )
-    print(f"  {'beside':<12}{'p50 ms':>8}{'p99 ms':>8}{'p99 / alone':>13}{'delivered':>22}")
-    for name, (latencies, delivered, expected) in results.items():
-        p99 = _quantile(latencies, 99)
+    print(
+        f"  {'beside':<10}{'events':>8}{'p50 ms':>8}{'p99 ms':>8}{'p99 / alone':>13}"
+        f"{'delivered':>22}{'load':>11}{'AWS call p50/p99 ms':>21}"
+    )
+    for name, phase in results.items():
+        p99 = _quantile(phase.latencies, 99)
         print(
-            f"  {name:<12}{1000 * _quantile(latencies, 50):>8.0f}{1000 * p99:>8.0f}"
-            f"{p99 / alone_p99:>13.2f}{f'{delivered}/{expected} webhooks':>22}"
+            f"  {name:<10}{len(phase.latencies):>8}{1000 * _quantile(phase.latencies, 50):>8.0f}"
+            f"{1000 * p99:>8.0f}{p99 / alone_p99:>13.2f}"
+            f"{f'{phase.delivered}/{phase.expected} webhooks':>22}"
+            f"{f'{min(phase.load):.1f}-{max(phase.load):.1f}':>11}"
+            f"{_call_times(phase.aws_calls):>21}"
         )
     return 0
+
+
+@dataclass
+class Phase:
+    """The quiet tenant's latencies in one or more phases, what was delivered, the load, and how
+    long the stack's AWS calls took meanwhile."""
+
+    latencies: list[float]
+    delivered: int
+    expected: int
+    load: list[float]
+    aws_calls: list[float]
+
+
+class AwsCallTimes:
+    """How long each AWS call of the stack takes (every function shares one moto server here),
+    long polls left out: when the machine or moto is busy, every call of every tenant waits."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, float]] = []  # (start, seconds)
+        make_api_call = botocore.client.BaseClient._make_api_call
+
+        def timed(client: Any, operation: str, params: Any) -> Any:
+            started = time.time()
+            try:
+                return make_api_call(client, operation, params)
+            finally:
+                if operation != "ReceiveMessage":
+                    self.calls.append((started, time.time() - started))
+
+        botocore.client.BaseClient._make_api_call = timed  # type: ignore[method-assign]
+
+    def between(self, start: float, end: float) -> list[float]:
+        return [seconds for at, seconds in list(self.calls) if start <= at <= end]
+
+
+def _add(results: dict[str, Phase], name: str, phase: Phase) -> None:
+    if name not in results:
+        results[name] = phase
+        return
+    pooled = results[name]
+    pooled.latencies += phase.latencies
+    pooled.delivered += phase.delivered
+    pooled.expected += phase.expected
+    pooled.load += phase.load
+    pooled.aws_calls += phase.aws_calls
 
 
 def _subscribe(receivers: Receivers, tenant: str, names: list[str], kind: str) -> None:
@@ -186,13 +261,15 @@ def _subscribe(receivers: Receivers, tenant: str, names: list[str], kind: str) -
 def _run(
     stack: DevStack,
     receivers: Receivers,
+    aws_calls: AwsCallTimes,
     quiet_events: int,
     rate: float,
     noisy_tenant: str | None,
     noisy_events: int,
-) -> tuple[list[float], int, int]:
+) -> Phase:
     """Publish the quiet tenant's events at `rate`, the noisy tenant's spread among them; wait
-    until every webhook is delivered. The quiet latencies, webhooks delivered and expected."""
+    until every webhook is delivered. The quiet latencies, webhooks delivered and expected, and
+    the machine's load average while the events were published."""
     quiet = list(sample_traffic(demo_key(), count=quiet_events, tenants=("quiet",)))
     noisy = (
         list(sample_traffic(demo_key(), count=noisy_events, tenants=(noisy_tenant,)))
@@ -208,11 +285,15 @@ def _run(
     published: dict[str, float] = {}
     interval = 1.0 / rate
     started = time.time()
+    load = [os.getloadavg()[0]]
     with SamplePublisher(stack.amqp_url) as publisher:
         for at, publication in schedule:
+            if time.time() - started >= len(load):
+                load.append(os.getloadavg()[0])
             time.sleep(max(0.0, started + at * interval - time.time()))
             published[webhook_id_for(publication.event_id)] = time.time()
             publisher.publish_sample(publication)
+    publishing_ended = time.time()
     for endpoint in misbehaving:
         endpoint.misbehaving.clear()  # it recovers: the retries deliver what it refused
     quiet_ids = {webhook_id_for(p.event_id) for p in quiet}
@@ -229,7 +310,9 @@ def _run(
     _wait(lambda: delivered() >= expected, timeout=900)
     stack.wait_until_idle(timeout=300)
     latencies = [quiet_endpoint.delivered[w] - published[w] for w in quiet_ids]
-    return latencies, delivered(), expected
+    return Phase(
+        latencies, delivered(), expected, load, aws_calls.between(started, publishing_ended)
+    )
 
 
 def _interleave(
@@ -248,6 +331,12 @@ def _wait(condition: Callable[[], bool], *, timeout: float) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("not every webhook was delivered in time")
         time.sleep(0.1)
+
+
+def _call_times(seconds: list[float]) -> str:
+    if len(seconds) < 2:
+        return "-"
+    return f"{1000 * _quantile(seconds, 50):.0f}/{1000 * _quantile(seconds, 99):.0f}"
 
 
 def _quantile(values: list[float], percent: int) -> float:
