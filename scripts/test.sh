@@ -49,6 +49,9 @@ static_pid=$!
 workers="${JOBHOOKS_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}"
 if [ "$workers" -lt 2 ]; then workers=2; fi
 echo "== pytest ($workers workers)"
+# The whole suite runs: a grant of template.yaml no test exercised (and not allow-listed in
+# tests/iam-grants-only-aws-exercises.yaml) is a least-privilege defect, and fails the run.
+export JOBHOOKS_IAM_UNEXERCISED_FAILS=1
 set +e
 .venv/bin/pytest -q -p no:cacheprovider -n "$workers" --dist loadgroup --durations=15
 status=$?

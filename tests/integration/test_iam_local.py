@@ -21,10 +21,17 @@ from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import LocalResources, load_template, provision
 from jobhooks_tools.sample_events import demo_key
 
-from tests.fixtures.iam_grants import allow_list, unexercised_grants
+from tests.fixtures.iam_grants import (
+    EXERCISED_FILE_VARIABLE,
+    REPORT_FAILS_VARIABLE,
+    SessionGrants,
+    allow_list,
+    unexercised_grants,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GET_CLAIM = "dynamodb:GetItem"
+SUITE_REPORT_VARIABLES = (EXERCISED_FILE_VARIABLE, REPORT_FAILS_VARIABLE)
 
 
 def without_ingest_claims_read(template: dict[str, Any]) -> dict[str, Any]:
@@ -131,7 +138,11 @@ def test_the_suite_fails_a_test_when_ingest_may_not_read_the_claims_table(
     result = subprocess.run(
         [sys.executable, "-m", "pytest", test, "-q", "-p", "no:cacheprovider"],
         cwd=ROOT,
-        env={**os.environ, "JOBHOOKS_TEMPLATE": str(tmp_path / "template.yaml")},
+        env={
+            # One test's session: its report of unexercised grants is not the suite's.
+            **{k: v for k, v in os.environ.items() if k not in SUITE_REPORT_VARIABLES},
+            "JOBHOOKS_TEMPLATE": str(tmp_path / "template.yaml"),
+        },
         capture_output=True,
         text=True,
         timeout=600,
@@ -172,3 +183,30 @@ def test_the_report_lists_the_grants_no_test_exercised_except_the_allow_listed(
     assert any(g.principal == "DeliverRole" and g.sid == "RecordAttempts" for g in missing)
     # Allow-listed: only real AWS writes the function's logs.
     assert not any(g.sid == "WriteOwnLogs" for g in missing)
+
+
+def test_under_parallel_workers_the_report_counts_a_grant_any_worker_exercised(
+    stack: LocalResources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(EXERCISED_FILE_VARIABLE, raising=False)
+    known = dict.fromkeys(g for p in stack.principals.values() for g in p.policy.grants())
+    ingest = {g for g in known if g.principal == "IngestRole"}
+    deliver = {g for g in known if g.principal == "DeliverRole"}
+    workers = [SessionGrants(dict(known), ingest), SessionGrants(dict(known), deliver)]
+    controller = SessionGrants()
+    for worker in workers:
+        workeroutput: dict[str, Any] = {}
+        worker.hand_to_controller(workeroutput)
+        controller.take_from_worker(workeroutput)
+
+    report = controller.report()
+    assert report is not None
+    assert report.known == len(known)
+    assert report.missing == unexercised_grants(list(known), ingest | deliver, allow_list())
+    assert not any(g.principal in ("IngestRole", "DeliverRole") for g in report.missing)
+    # Alone, the first worker would have called the second one's grants unexercised.
+    alone = workers[0].report()
+    assert alone is not None
+    assert any(g.principal == "DeliverRole" and g.sid == "RecordAttempts" for g in alone.missing)
+    # A session that ran no function has nothing to judge.
+    assert SessionGrants().report() is None
