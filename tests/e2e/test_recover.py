@@ -2,14 +2,16 @@
 
 Events go through the whole bridge (RabbitMQ -> shovel -> SQS -> ingest -> deliver) of `jobhooks
 dev`; each receiver verifies the Standard Webhooks signature of what it got. While the endpoint
-is disabled (by an operator, or by its own 410) its events are recorded `skipped` and nothing is
-POSTed; `jobhooks webhooks recover --since` then delivers every event of the outage exactly once.
+is disabled (by an operator, by its own 410, or for sustained failure under `jobhooks dev
+--auto-disable-after 15s`) its events are recorded `skipped` and nothing is POSTed; `jobhooks
+webhooks recover --since` then delivers every event of the outage exactly once.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,17 +19,23 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from jobhooks.storage.times import format_time
 from jobhooks.webhook_signature import webhook_id_for
-from jobhooks_tools.publisher import SamplePublication, sample_traffic
+from jobhooks_tools.local.demo_receiver import DemoReceiver
+from jobhooks_tools.publisher import SamplePublication, SamplePublisher, sample_traffic
 from jobhooks_tools.sample_events import demo_key
 
 from tests.e2e.harness import Bridge, Subscription, unique_tenant
+from tests.e2e.test_dev_command import DevCommand, dev_amqp_url
+from tests.e2e.test_job_filters import job_event
+from tests.e2e.test_sustained_failure import call, subscribe
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
+__all__ = ["dev_amqp_url"]  # the fixture, shared with test_dev_command
 
 
 def jobhooks(bridge: Bridge, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -185,3 +193,89 @@ def test_a_bad_since_is_refused_by_the_cli_and_by_the_api_with_its_reason(
     assert refused.value.code == 422
     error = json.loads(refused.value.read())["error"]
     assert (error["code"], error["field"]) == ("invalid_since", "since")
+
+
+def test_an_endpoint_disabled_for_sustained_failure_re_enabled_and_recovered_receives_the_outage(
+    dev_amqp_url: str, tmp_path: Path
+) -> None:
+    # 12 attempts 2 s apart: every attempt of the outage fails for more than 15 s.
+    dev = DevCommand(
+        "--amqp-url",
+        dev_amqp_url,
+        "--data-dir",
+        str(tmp_path),
+        "--retry-schedule",
+        "0," + ",".join(["2"] * 11),
+        "--auto-disable-after",
+        "15s",
+    )
+    receiver = DemoReceiver().start()
+    try:
+        api = dev.wait_for(r"export JOBHOOKS_API_URL=(\S+) JOBHOOKS_API_AUTH=none").group(1)
+        dev.wait_for(r"waiting for events")
+        tenant = unique_tenant("sustained")
+        subscription_id, endpoint = subscribe(
+            api, receiver, tenant, ["job.completed", "job.failed"]
+        )
+        receiver.set_status(endpoint, 503)
+        since = format_time(datetime.now(UTC) - timedelta(seconds=1))
+        with SamplePublisher(dev_amqp_url) as publisher:
+            before = [job_event(tenant, "billing-sync", "completed") for _ in range(2)]
+            for publication in before:
+                publisher.publish_sample(publication, retry_for=30)
+            path = f"/v1/subscriptions/{subscription_id}"
+            wait_until(
+                lambda: call(api, "GET", path)["status"] == "disabled",
+                timeout=90,
+                what="the endpoint disabled for sustained failure",
+            )
+            assert call(api, "GET", path)["disabled_reason"].startswith("every attempt failed")
+            during = [job_event(tenant, "billing-sync", "completed") for _ in range(2)]
+            for publication in during:
+                publisher.publish_sample(publication, retry_for=30)
+        outage = [webhook_id_for(p.event_id) for p in [*before, *during]]
+
+        def settled() -> bool:
+            listed = call(api, "GET", f"/v1/deliveries?subscription_id={subscription_id}")
+            found = {d["webhook_id"]: d["status"] for d in listed["deliveries"]}
+            return set(found) == set(outage) and "pending" not in found.values()
+
+        wait_until(settled, timeout=60, what="every delivery of the outage settled")
+        assert not [w for w in receiver.received(endpoint) if 200 <= w.answered < 300]
+
+        receiver.set_status(endpoint, 200)
+        assert call(api, "PATCH", path, {"status": "active"})["status"] == "active"
+        cli = [sys.executable, "-m", "jobhooks_tools.cli.main", "webhooks", "recover"]
+        recovered = subprocess.run(
+            [*cli, subscription_id, "--since", since],
+            env={**os.environ, "JOBHOOKS_API_URL": api, "JOBHOOKS_API_AUTH": "none"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert recovered.returncode == 0, recovered.stderr
+        assert json.loads(recovered.stdout)["sent"] == len(outage)
+
+        def successes() -> list[str]:
+            return [w.webhook_id for w in receiver.received(endpoint) if 200 <= w.answered < 300]
+
+        wait_until(lambda: set(successes()) == set(outage), timeout=90, what="the outage recovered")
+        wait_until(settled_succeeded(api, subscription_id, outage), 60, "recorded succeeded")
+        verified = [w.verified for w in receiver.received(endpoint) if 200 <= w.answered < 300]
+    finally:
+        receiver.stop()
+        code = dev.stop(signal.SIGINT)
+
+    assert code == 0, "\n".join(dev.lines)
+    assert sorted(successes()) == sorted(outage)  # each event of the outage exactly once
+    assert all(verified)
+
+
+def settled_succeeded(api: str, subscription_id: str, outage: list[str]) -> Callable[[], bool]:
+    def check() -> bool:
+        listed = call(api, "GET", f"/v1/deliveries?subscription_id={subscription_id}")
+        found = {d["webhook_id"]: d["status"] for d in listed["deliveries"]}
+        return found == dict.fromkeys(outage, "succeeded")
+
+    return check
