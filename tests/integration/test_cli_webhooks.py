@@ -139,7 +139,7 @@ def test_usage_errors_exit_2_with_one_line(
 
 
 COMMANDS = {
-    "webhooks": ["add", "list", "show", "update", "remove", "rotate-secret", "test"],
+    "webhooks": ["add", "list", "show", "update", "remove", "rotate-secret", "test", "recover"],
     "deliveries": ["list", "show", "replay"],
     "quarantine": ["list", "show", "replay"],
     "dlq": ["list", "redrive"],
