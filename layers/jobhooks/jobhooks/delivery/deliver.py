@@ -279,10 +279,9 @@ class Deliverer:
         outcome = self.settlement.settle(
             task, attempt, source, retry_after=retry_after, subscription=subscription
         )
-        if outcome.result is DeliveryResult.GONE or (
-            outcome.result is DeliveryResult.SUCCEEDED and not subscription.health.is_clean
-        ):
-            # Disabled, or its run of failures just cleared: read it afresh next time.
+        if outcome.result is not DeliveryResult.SUCCEEDED or not subscription.health.is_clean:
+            # Disabled, failing or just cleared: its health (`jobhooks.endpoint_health`) changed,
+            # so the next delivery reads it afresh. A success on a healthy endpoint keeps it.
             self._cache.forget(task.subscription_id)
         return outcome
 

@@ -14,9 +14,10 @@ It hears of each attempt the deliver function or ingest's first attempt settled
    `endpoint.recovered` (`recovered`).
 
 Each state change is one conditional write; only its writer notifies. A subscription read from a
-warm process's cache may be a few seconds old: a success then sees a run of failures begun
-meanwhile only at its next read (the consecutive count may run on a few seconds longer), and a
-run this process cleared is not cleared again while its cache still shows it.
+warm process's cache may be a few seconds old (the deliver function reads it afresh after any
+outcome but a success on a healthy endpoint): a success then sees a run of failures another
+process began meanwhile only at its next read (the consecutive count may run on a few seconds
+longer), and a run this process cleared is not cleared again while its cache still shows it.
 
 A notification that cannot be enqueued is logged by the notifier (`notification not sent`) and
 not retried: the attempt's outcome is recorded already, and an observer never undoes it.
