@@ -1,13 +1,16 @@
 """moto's server as a child process: the local stand-in for SQS, DynamoDB, KMS and Secrets Manager.
 
+It runs through `moto_main`, which answers DynamoDB's requests one at a time so that its
+conditional writes are atomic, as DynamoDB's are.
+
 A child process rather than moto's in-process thread: the handlers under test then pay real HTTP
 round trips, and the emulator can be stopped to play an AWS outage.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -15,7 +18,6 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from pathlib import Path
 
 LOCAL_REGION = "us-east-1"
 # moto accepts any credentials; these make boto3 sign requests without touching ~/.aws.
@@ -49,15 +51,21 @@ class MotoServer:
         return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> MotoServer:
-        # This interpreter's own moto first: another Python on PATH may carry another version.
-        beside = Path(sys.executable).with_name("moto_server")
-        executable = str(beside) if beside.exists() else shutil.which("moto_server") or ""
-        if not executable:
+        # This interpreter's moto, through `moto_main`: DynamoDB's writes atomic as on AWS.
+        if importlib.util.find_spec("moto") is None:
             raise RuntimeError(
-                "moto_server was not found: install the dev extras (pip install 'jobhooks[dev]')"
+                "moto's server was not found: install the dev extras (pip install 'jobhooks[dev]')"
             )
-        self._process = subprocess.Popen(  # noqa: S603 - a fixed local executable
-            [executable, "-H", self.host, "-p", str(self.port)],
+        self._process = subprocess.Popen(  # noqa: S603 - this interpreter, a fixed module
+            [
+                sys.executable,
+                "-m",
+                "jobhooks_tools.local.moto_main",
+                "-H",
+                self.host,
+                "-p",
+                str(self.port),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env={**os.environ, **LOCAL_CREDENTIALS},
