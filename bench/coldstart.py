@@ -45,6 +45,7 @@ HANDLERS = {
     "ingest": "IngestFunction",
     "deliver": "DeliverFunction",
     "api": "ApiFunction",
+    "portal": "PortalFunction",
     "authorizer": "AuthorizerFunction",
 }
 

@@ -40,9 +40,7 @@ class StepQueue:
             "ApproximateNumberOfMessagesDelayed": "delayed",
         }
         return {
-            "Attributes": {
-                name: str(int(self._tick() == counts[name])) for name in AttributeNames
-            }
+            "Attributes": {name: str(int(self._tick() == counts[name])) for name in AttributeNames}
         }
 
     def receive_message(self, **_: Any) -> dict[str, Any]:
