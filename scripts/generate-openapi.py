@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Write docs/openapi.json from the management API's code (functions/api/app.py).
+"""Write docs/openapi.json from the code of the HTTP API's functions (functions/api/app.py and
+functions/portal/app.py).
 
     scripts/generate-openapi.py            # regenerate after changing a route or a model
     scripts/generate-openapi.py --check    # exit 1 when the committed document is stale
@@ -23,9 +24,9 @@ sys.path.insert(0, str(ROOT / "layers" / "jobhooks"))
 
 
 def render() -> str:
-    from jobhooks_tools.local.api_server import load_api_module
+    from jobhooks_tools.local.api_server import openapi_document
 
-    document = json.loads(load_api_module(ROOT / "template.yaml").openapi_json())
+    document = openapi_document(ROOT / "template.yaml")
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 

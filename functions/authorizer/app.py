@@ -13,9 +13,9 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from jobhooks.access.context import get_portal_context
+from jobhooks.access.settings import PortalSettings
 from jobhooks.portal.authorizer import authorize
-from jobhooks.portal.context import get_portal_context
-from jobhooks.portal.settings import PortalSettings
 
 logger = Logger()
 copy_config_to_registered_loggers(source_logger=logger, include={"jobhooks"})

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jobhooks.access.callers import SESSION_COOKIE
 from jobhooks.analytics.row import AnalyticsRow
-from jobhooks.portal.callers import SESSION_COOKIE
 from jobhooks_tools.local.analytics.files import LocalFileSink
 from jobhooks_tools.publisher import SamplePublisher, sample_traffic
 from jobhooks_tools.sample_events import demo_key

@@ -107,3 +107,23 @@ def test_the_api_leaves_what_few_requests_need_to_those_requests() -> None:
 
 def test_the_portal_authorizer_imports_no_models_router_or_client() -> None:
     assert loaded(modules_after_import("authorizer"), AUTHORIZER_LEAVES) == []
+
+
+# The portal is a function of its own: it loads none of the operators' routes or operations,
+# and the management API loads nothing of the portal.
+PORTAL_LEAVES = (
+    *API_LEAVES,
+    "jobhooks.management.routes",
+    "jobhooks.management.dlq",
+    "jobhooks.management.quarantine",
+    "jobhooks.management.events",
+    "jobhooks.analytics.questions",
+)
+
+
+def test_the_portal_loads_no_operator_routes_or_operations() -> None:
+    assert loaded(modules_after_import("portal"), PORTAL_LEAVES) == []
+
+
+def test_the_api_loads_nothing_of_the_portal() -> None:
+    assert loaded(modules_after_import("api"), ("jobhooks.portal",)) == []

@@ -1,5 +1,6 @@
-"""template.yaml's tenant portal: routes, the authorizer, the access table, the token key, and
-least privilege for the two functions that use them (docs/portal.md, docs/deploy.md)."""
+"""template.yaml's tenant portal: its function and routes, the authorizer, the access table, the
+token key, and least privilege for the three functions that use them (docs/portal.md,
+docs/deploy.md)."""
 
 from __future__ import annotations
 
@@ -23,11 +24,11 @@ def template() -> dict[str, Any]:
     return loaded
 
 
-def api_routes(template: dict[str, Any]) -> dict[str, str]:
-    """`METHOD /path` -> the authorizer of every route of the API function."""
+def api_routes(template: dict[str, Any], function: str) -> dict[str, str]:
+    """`METHOD /path` -> the authorizer of every route of `function`."""
     default = properties(template, "HttpApi")["Auth"]["DefaultAuthorizer"]
     routes = {}
-    for event in properties(template, "ApiFunction")["Events"].values():
+    for event in properties(template, function)["Events"].values():
         assert event["Type"] == "HttpApi"
         spec = event["Properties"]
         assert spec["ApiId"] == {"Ref": "HttpApi"}
@@ -38,8 +39,8 @@ def api_routes(template: dict[str, Any]) -> dict[str, str]:
 def test_only_the_portal_page_and_assets_are_public_and_its_api_needs_the_authorizer(
     template: dict[str, Any],
 ) -> None:
-    assert api_routes(template) == {
-        "ANY /{proxy+}": "AWS_IAM",
+    assert api_routes(template, "ApiFunction") == {"ANY /{proxy+}": "AWS_IAM"}
+    assert api_routes(template, "PortalFunction") == {
         "GET /portal": "NONE",
         # A trailing slash would otherwise fall to /{proxy+}: 403 to a browser.
         "GET /portal/": "NONE",
@@ -120,21 +121,50 @@ def test_the_api_may_use_the_access_table_and_key_as_its_code_does(
     template: dict[str, Any],
 ) -> None:
     grants = actions_by_resource(template, "ApiRole")
-    # AccessStore: list_grants (Query), revocation_epoch (GetItem), add_grant, consume_link,
-    # revoke_session (PutItem), revoke_tenant (UpdateItem), remove_grant (DeleteItem),
-    # session_state (BatchGetItem). Never a Scan.
+    # AccessStore: list_grants (Query), revocation_epoch (GetItem), add_grant, revoke_session
+    # (PutItem), revoke_tenant, take_send (UpdateItem), remove_grant (DeleteItem). Never a Scan;
+    # no BatchGetItem: sessions open in the portal function, checked by the authorizer.
     assert grants[arn_of("AccessTable")] == {
         "dynamodb:Query",
         "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
         "dynamodb:DeleteItem",
-        "dynamodb:BatchGetItem",
     }
     assert grants[repr({"Ref": "PortalTokenKey"})] == {"secretsmanager:GetSecretValue"}
     variables = function_variables(template, "ApiFunction")
     assert variables["JOBHOOKS_PORTAL_KEY_SECRET_ARN"] == {"Ref": "PortalTokenKey"}
+
+
+def test_the_portal_function_may_do_only_what_the_portal_calls(
+    template: dict[str, Any],
+) -> None:
+    grants = actions_by_resource(template, "PortalRole")
+    # consume_link, end_session (PutItem), take_send (UpdateItem): nothing of the grants.
+    assert grants[arn_of("AccessTable")] == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+    assert grants[repr({"Ref": "PortalTokenKey"})] == {"secretsmanager:GetSecretValue"}
+    # Nothing an operator route needs: no quarantine, no dead-letter queue, no ingest queue,
+    # no analytics stream, no scan, no claim written.
+    for other in (
+        "QuarantineTable",
+        "IngestQueue",
+        "IngestDeadLetterQueue",
+        "DeliveryDeadLetterQueue",
+        "SpillQueue",
+        "SpillDeadLetterQueue",
+        "AnalyticsDeliveryStream",
+    ):
+        assert arn_of(other) not in grants, other
+    assert grants[arn_of("ClaimsTable")] == {"dynamodb:GetItem"}
+    assert grants[arn_of("DeliveryQueue")] == {"sqs:SendMessage"}
+    every_action = set().union(*grants.values())
+    assert not {"dynamodb:Scan", "sqs:ReceiveMessage", "firehose:PutRecordBatch"} & every_action
+    assert properties(template, "PortalFunction")["Role"] == {"Fn::GetAtt": ["PortalRole", "Arn"]}
+    variables = function_variables(template, "PortalFunction")
+    assert variables["JOBHOOKS_PORTAL_KEY_SECRET_ARN"] == {"Ref": "PortalTokenKey"}
     assert variables["JOBHOOKS_PORTAL_SESSION_MINUTES"] == {"Ref": "PortalSessionMinutes"}
+    # The fetcher keys verify replayed quarantine messages: an operator's route only.
+    assert "JOBHOOKS_FETCHER_KEYS_SECRET_ARN" not in variables
 
 
 def test_the_other_functions_never_touch_portal_access(template: dict[str, Any]) -> None:

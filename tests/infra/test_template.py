@@ -154,6 +154,7 @@ def test_function_timeouts(template: dict[str, Any]) -> None:
         # A message is one write; a target that failed is not retried within the batch.
         "SpillFunction": 60,
         "ApiFunction": 15,
+        "PortalFunction": 15,
         # One job_health_window query per tenant and window, each waited for 40 s at most.
         "AlertsFunction": 60,
         # API Gateway waits at most 10 s for an authorizer.

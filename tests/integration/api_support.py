@@ -32,13 +32,22 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlencode
 
-from jobhooks.management.context import ManagementContext, build_management_context
+from jobhooks.access.access_store import StoredGrant
+from jobhooks.access.context import PortalContext
+from jobhooks.access.settings import PortalSettings
+from jobhooks.management.context import (
+    ManagementContext,
+    build_management_context,
+    management_context,
+)
 from jobhooks.management.routes.dependencies import operator_patterns, portal_context
 from jobhooks.management.settings import ManagementSettings
-from jobhooks.portal.access_store import StoredGrant
-from jobhooks.portal.context import PortalContext
-from jobhooks.portal.settings import PortalSettings
-from jobhooks_tools.local.api_server import api_gateway_event, load_api_module, normalize_answer
+from jobhooks_tools.local.api_server import (
+    api_gateway_event,
+    load_api_module,
+    load_portal_module,
+    normalize_answer,
+)
 from jobhooks_tools.local.event_source import LambdaContext
 from jobhooks_tools.local.gateway import LOCAL_OPERATOR_ARN, Denied, LocalGateway, iam_context
 
@@ -103,7 +112,8 @@ class ApiAnswer:
 
 
 class InProcessApi:
-    """Calls `functions/api/app.py`'s handler with API Gateway HTTP API (2.0) events."""
+    """Calls `functions/api/app.py`'s handler with API Gateway HTTP API (2.0) events, or
+    `functions/portal/app.py`'s for the portal's paths (as the template routes them)."""
 
     def __init__(
         self,
@@ -113,6 +123,7 @@ class InProcessApi:
         gateway: LocalGateway | None = None,
     ) -> None:
         self.module = module or load_api_module()
+        self.portal = load_portal_module()
         self.caller_arn = caller_arn
         self.gateway = gateway
 
@@ -148,7 +159,8 @@ class InProcessApi:
             event["requestContext"]["authorizer"] = dict(authorizer)
         elif self.caller_arn is not None:
             event["requestContext"]["authorizer"] = {"iam": iam_context(self.caller_arn)}
-        answer = normalize_answer(self.module.handler(event, lambda_context()))
+        function = self.portal if _is_portal_path(path) else self.module
+        answer = normalize_answer(function.handler(event, lambda_context()))
         text = answer.get("body") or ""
         try:
             parsed = json.loads(text) if text else None
@@ -170,6 +182,10 @@ class InProcessApi:
 
     def delete(self, path: str, **query: Any) -> ApiAnswer:
         return self.call("DELETE", path, query=query or None)
+
+
+def _is_portal_path(path: str) -> bool:
+    return path == "/portal" or path.startswith("/portal/")
 
 
 def management_settings(**changes: Any) -> ManagementSettings:
@@ -228,7 +244,9 @@ def use_context(
         sqs=sqs,
     )
     overrides = module.app.dependency_overrides
-    overrides[module.management_context] = lambda: context
+    # The portal function works on the same context: one stack, two functions.
+    portal_overrides = load_portal_module().app.dependency_overrides
+    overrides[management_context] = portal_overrides[management_context] = lambda: context
     if grants is not None:
         offline = PortalContext(PortalSettings(), GrantsInMemory(grants), None)  # type: ignore[arg-type]
         overrides[portal_context] = lambda: offline
@@ -236,7 +254,8 @@ def use_context(
     try:
         yield context
     finally:
-        overrides.pop(module.management_context, None)
+        overrides.pop(management_context, None)
+        portal_overrides.pop(management_context, None)
         overrides.pop(portal_context, None)
         overrides.pop(operator_patterns, None)
 

@@ -13,9 +13,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
-from jobhooks.portal.callers import SESSION_COOKIE
-from jobhooks.portal.keys import parse_keys
-from jobhooks.portal.tokens import TokenClaims, TokenKind, new_token_id, seal
+from jobhooks.access.callers import SESSION_COOKIE
+from jobhooks.access.keys import parse_keys
+from jobhooks.access.tokens import TokenClaims, TokenKind, new_token_id, seal
 from jobhooks_tools.local.api_server import load_gateway
 
 from tests.integration.api_support import ApiAnswer, InProcessApi
@@ -111,9 +111,9 @@ def genuine_link(tenant: str, *, expires_in: int, epoch: int = 0) -> str:
 
 def fresh_session_token(tenant: str = "acme") -> str:
     """A session of `tenant` opened the way the page opens one, without the HTTP round trips."""
-    from jobhooks.portal.callers import PortalPass
-    from jobhooks.portal.context import get_portal_context
-    from jobhooks.portal.settings import PortalSettings
+    from jobhooks.access.callers import PortalPass
+    from jobhooks.access.context import get_portal_context
+    from jobhooks.access.settings import PortalSettings
 
     sessions = get_portal_context(PortalSettings.from_env()).sessions
     link = sessions.issue_link(tenant)
@@ -123,8 +123,8 @@ def fresh_session_token(tenant: str = "acme") -> str:
 
 
 def fresh_link_token(tenant: str = "acme") -> str:
-    from jobhooks.portal.context import get_portal_context
-    from jobhooks.portal.settings import PortalSettings
+    from jobhooks.access.context import get_portal_context
+    from jobhooks.access.settings import PortalSettings
 
     return get_portal_context(PortalSettings.from_env()).sessions.issue_link(tenant).token
 

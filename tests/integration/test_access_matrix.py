@@ -13,13 +13,13 @@ removes something gets a fresh object for each caller.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from jobhooks_tools.local.api_server import openapi_document
 from jobhooks_tools.local.template import LocalResources
 from jobhooks_tools.sample_events import demo_key, make_job_event
 
@@ -237,7 +237,7 @@ V1_ROUTES = {
 
 
 def documented_operations(prefix: str) -> set[str]:
-    document = json.loads(InProcessApi().module.openapi_json())
+    document = openapi_document()
     return {
         operation["operationId"]
         for path, operations in document["paths"].items()

@@ -22,7 +22,7 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from jobhooks.delivery.model import PostError, PostResult
-from jobhooks_tools.local.api_server import ApiServer, load_api_handler, serve_api
+from jobhooks_tools.local.api_server import ApiServer, serve_api
 from jobhooks_tools.local.template import LocalResources
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -176,7 +176,7 @@ def server(
     monkeypatch.setenv("JOBHOOKS_ANALYTICS_DIR", str(tmp_path))
     api = InProcessApi()
     with use_context(api.module, webhook_client=NoNetwork()):
-        server = serve_api(handler=load_api_handler())
+        server = serve_api()
         yield server
         server.shutdown()
 

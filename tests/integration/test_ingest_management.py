@@ -94,15 +94,15 @@ def test_unmatched_events_are_listed_newest_first_in_pages(bridge: Bridge) -> No
     bridge.run()
     service = management(bridge)
 
-    first = service.list_unmatched("initech", limit=2)
+    first = service.claims.list_unmatched("initech", limit=2)
     assert first.next_cursor is not None
-    second = service.list_unmatched("initech", limit=2, cursor=first.next_cursor)
+    second = service.claims.list_unmatched("initech", limit=2, cursor=first.next_cursor)
 
     listed = [record.event_id for record in first.events + second.events]
     assert listed == [event_id_of(event) for event in reversed(events)]
     assert second.next_cursor is None
     with pytest.raises(InvalidCursorError):
-        service.list_unmatched("acme", cursor=first.next_cursor)
+        service.claims.list_unmatched("acme", cursor=first.next_cursor)
 
 
 # -------------------------------------------------------------------------- re-fan-out
@@ -115,7 +115,9 @@ def test_refan_out_delivers_an_unmatched_event_to_a_subscription_added_later(
     bridge.send(event)
     bridge.run()
     service = management(bridge)
-    assert [r.event_id for r in service.list_unmatched("acme").events] == [event_id_of(event)]
+    assert [r.event_id for r in service.claims.list_unmatched("acme").events] == [
+        event_id_of(event)
+    ]
     # The hot path's subscription cache now says "acme has none"; an operator's re-fan-out
     # must not trust it.
     warm = event_for()
@@ -129,7 +131,7 @@ def test_refan_out_delivers_an_unmatched_event_to_a_subscription_added_later(
     assert (task.subscription_id, task.replay) == (late.subscription_id, False)
     assert task.event_id == event_id_of(event)
     assert task.payload == service.claims.get(event_id_of(event)).payload  # type: ignore[union-attr]
-    still_unmatched = [r.event_id for r in service.list_unmatched("acme").events]
+    still_unmatched = [r.event_id for r in service.claims.list_unmatched("acme").events]
     assert still_unmatched == [event_id_of(warm)]
     assert bridge.claim_item(event_id_of(event))["matched"] == "1"  # type: ignore[index]
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from jobhooks.portal.callers import SESSION_COOKIE
+from jobhooks.access.callers import SESSION_COOKIE
 from jobhooks.portal.pages import CONTENT_SECURITY_POLICY
 from jobhooks_tools.local.template import LocalResources
 from standardwebhooks.webhooks import Webhook

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from jobhooks.portal.access_store import StoredGrant
-from jobhooks.portal.callers import Caller, CallerKind, gate_request, iam_caller
-from jobhooks.portal.exceptions import (
+from jobhooks.access.access_store import StoredGrant
+from jobhooks.access.callers import Caller, CallerKind, gate_iam_request, iam_caller
+from jobhooks.access.exceptions import (
     IamIdentityRequiredError,
     InvalidGrantTenantsError,
     InvalidPrincipalPatternError,
@@ -15,7 +15,7 @@ from jobhooks.portal.exceptions import (
     TenantNotFoundError,
     TenantRequiredError,
 )
-from jobhooks.portal.grants import (
+from jobhooks.access.grants import (
     grant_matches,
     operator_matches,
     parse_operator_principals,
@@ -24,6 +24,7 @@ from jobhooks.portal.grants import (
     validate_principal_pattern,
     validate_tenants,
 )
+from jobhooks.portal.gate import gate_portal_request
 
 ROLE_SESSION = "arn:aws:sts::123456789012:assumed-role/acme-webhooks/ci-run-42"
 
@@ -236,7 +237,22 @@ SESSION = {
         ("/v1/subscriptions", SESSION, IamIdentityRequiredError),
         ("/unknown", None, IamIdentityRequiredError),
         ("//v1/subscriptions", None, IamIdentityRequiredError),
+        # The management API serves no public path: the portal is a function of its own.
+        ("/portal", None, IamIdentityRequiredError),
+    ],
+)
+def test_the_api_gate_refuses_requests_without_an_iam_caller(
+    path: str, authorizer: dict[str, object] | None, refusal: type[Exception] | None
+) -> None:
+    refused = gate_iam_request(event(path, authorizer))
+    assert (type(refused) if refused else None) is refusal
+
+
+@pytest.mark.parametrize(
+    ("path", "authorizer", "refusal"),
+    [
         ("/portal", None, None),
+        ("/portal/", None, None),
         ("/portal/assets/portal.js", None, None),
         ("/portal/api/subscriptions", SESSION, None),
         ("/portal/api/subscriptions", None, SessionRequiredError),
@@ -248,11 +264,13 @@ SESSION = {
         ),
         ("/portal/session", {"lambda": {**SESSION["lambda"], "kind": "link"}}, None),
         ("/portal/session", SESSION, SessionRequiredError),
-        ("/portal/sessions", None, IamIdentityRequiredError),
+        # Any other path of the portal function needs a session: it fails closed.
+        ("/portal/sessions", None, SessionRequiredError),
+        ("/portal/sessions", IAM, SessionRequiredError),
     ],
 )
-def test_the_gate_refuses_requests_without_the_identity_their_route_needs(
+def test_the_portal_gate_refuses_requests_without_the_verdict_their_path_needs(
     path: str, authorizer: dict[str, object] | None, refusal: type[Exception] | None
 ) -> None:
-    refused = gate_request(event(path, authorizer))
+    refused = gate_portal_request(event(path, authorizer))
     assert (type(refused) if refused else None) is refusal

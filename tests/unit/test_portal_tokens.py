@@ -6,9 +6,9 @@ import base64
 import json
 
 import pytest
-from jobhooks.portal.exceptions import InvalidTokenError, PortalKeyError, TokenExpiredError
-from jobhooks.portal.keys import StaticKeyRing, parse_keys
-from jobhooks.portal.tokens import (
+from jobhooks.access.exceptions import InvalidTokenError, PortalKeyError, TokenExpiredError
+from jobhooks.access.keys import StaticKeyRing, parse_keys
+from jobhooks.access.tokens import (
     MAX_TOKEN_CHARS,
     TokenClaims,
     TokenKind,

@@ -1,4 +1,5 @@
-"""The management API on localhost for `jobhooks dev` and tests: API Gateway, played locally.
+"""The management API and the portal on localhost for `jobhooks dev` and tests: API Gateway,
+played locally.
 
     server = serve_api()                 # 127.0.0.1 on a free port
     print(server.url)                    # JOBHOOKS_API_URL for the CLI, with JOBHOOKS_API_AUTH=none
@@ -6,8 +7,9 @@
     server.shutdown()
 
 Each HTTP request becomes the event an HTTP API (payload format 2.0) hands a Lambda function,
-the API function's handler (`functions/api/app.py`, found through template.yaml's ApiFunction)
-runs in this process, and its answer is written back as API Gateway would. Routes and their
+the handler of the function its route names runs in this process (`functions/api/app.py` for
+/v1, `functions/portal/app.py` for /portal, found through template.yaml's ApiFunction and
+PortalFunction), and its answer is written back as API Gateway would. Routes and their
 authorization come from template.yaml too (`jobhooks_tools.local.gateway`): the portal's API
 passes the portal authorizer function, run here as API Gateway runs it; every IAM route is
 called as the local operator, since there is no SigV4 here: bind only to loopback. Nor may a
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import email.message
+import functools
 import http.server
 import importlib.util
 import ipaddress
@@ -53,6 +56,7 @@ from jobhooks_tools.local.gateway import (
 from jobhooks_tools.local.template import LocalTemplateError, find_template, load_template
 
 API_FUNCTION: Final = "ApiFunction"
+PORTAL_FUNCTION: Final = "PortalFunction"
 # API Gateway's HTTP API refuses larger payloads (10 MB); no management request comes close.
 MAX_BODY_BYTES: Final = 1_048_576
 DEFAULT_TIMEOUT_SECONDS: Final = 15.0
@@ -144,13 +148,14 @@ class ApiServer:
         self,
         host: str,
         port: int,
-        handler: ApiHandler,
+        handler_of: Callable[[str], ApiHandler],
         *,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         access_log: Callable[[str], None] | None = None,
         gateway: LocalGateway | None = None,
     ) -> None:
-        self._handler = handler
+        # The handler of the function a route names (by logical id).
+        self._handler_of = handler_of
         self.gateway = gateway
         self._timeout = timeout_seconds
         self._access_log = access_log
@@ -187,7 +192,11 @@ class ApiServer:
         """Route and authorize one API Gateway event as the template says, then run the
         handler on it; the answer in payload 2.0 form."""
         with self._invoke_lock:
+            function = API_FUNCTION
             if self.gateway is not None:
+                http = event["requestContext"]["http"]
+                route = self.gateway.route_for(http["method"], http["path"])
+                function = route.function if route is not None else API_FUNCTION
                 authorized = self.gateway.authorize(event)
                 if isinstance(authorized, Denied):
                     return {
@@ -196,7 +205,8 @@ class ApiServer:
                         "body": json.dumps(dict(authorized.body)),
                     }
                 event = authorized
-            answer = self._handler(event, self._context("jobhooks-local-api", event))
+            handler = self._handler_of(function)
+            answer = handler(event, self._context("jobhooks-local-api", event))
         return normalize_answer(answer)
 
     def _context(self, name: str, event: dict[str, Any]) -> LambdaContext:
@@ -293,9 +303,11 @@ def serve_api(
     caller_arn: str = LOCAL_OPERATOR_ARN,
     template_path: str | Path | None = None,
 ) -> ApiServer:
-    """Serve the management API on `host:port` (0: a free port) until `.shutdown()`.
+    """Serve the management API and the portal on `host:port` (0: a free port) until
+    `.shutdown()`.
 
-    `handler` defaults to the API function of template.yaml, loaded from its CodeUri. Requests
+    `handler` defaults to the function each route names in template.yaml (ApiFunction,
+    PortalFunction), loaded from its CodeUri on its first request. Requests
     are routed and authorized as template.yaml's HttpApi says; IAM routes are called as
     `caller_arn` (the local operator, or a principal a grant binds). The analytics routes (and
     the portal's chart) answer with DuckDB over `JOBHOOKS_ANALYTICS_DIR`: the local back end is
@@ -305,7 +317,9 @@ def serve_api(
     return ApiServer(
         host,
         port,
-        handler or load_api_handler(template_path),
+        (lambda _: handler)
+        if handler is not None
+        else functools.partial(load_function_handler, template_path=template_path),
         access_log=access_log,
         gateway=load_gateway(template_path, caller_arn=caller_arn),
     )
@@ -348,14 +362,49 @@ def load_gateway(
     return LocalGateway(routes, authorizers, caller_arn=caller_arn, context_factory=context)
 
 
+_MODULE_NAMES: Final = {API_FUNCTION: "api_function", PORTAL_FUNCTION: "portal_function"}
+
+
+def load_function_handler(logical_id: str, template_path: str | Path | None = None) -> ApiHandler:
+    """An HTTP function's handler, imported from the CodeUri and Handler template.yaml gives."""
+    return _handler_of(_http_function(logical_id, template_path))
+
+
 def load_api_handler(template_path: str | Path | None = None) -> ApiHandler:
-    """The API function's handler, imported from the CodeUri and Handler template.yaml gives."""
-    return _handler_of(_function(API_FUNCTION, template_path, module_name="api_function"))
+    """The management API function's handler."""
+    return load_function_handler(API_FUNCTION, template_path)
 
 
 def load_api_module(template_path: str | Path | None = None) -> ModuleType:
     """The API function's module (`app`, `openapi_json`, ...), imported once per process."""
-    return _function(API_FUNCTION, template_path, module_name="api_function")[0]
+    return _http_function(API_FUNCTION, template_path)[0]
+
+
+def load_portal_module(template_path: str | Path | None = None) -> ModuleType:
+    """The portal function's module (`app`, `openapi_json`, ...), imported once per process."""
+    return _http_function(PORTAL_FUNCTION, template_path)[0]
+
+
+def openapi_document(template_path: str | Path | None = None) -> dict[str, Any]:
+    """docs/openapi.json: the management API's document with the portal function's paths and
+    schemas joined in (both are served by one HTTP API, under one set of security schemes)."""
+    document: dict[str, Any] = json.loads(load_api_module(template_path).openapi_json())
+    portal: dict[str, Any] = json.loads(load_portal_module(template_path).openapi_json())
+    # In the Event Handler's own order, as one resolver of both would write them: paths with
+    # parameters first, then the others; schemas by name.
+    paths = [*document.get("paths", {}).items(), *portal.get("paths", {}).items()]
+    document["paths"] = dict(sorted(paths, key=lambda item: "{" not in item[0]))
+    components = document.setdefault("components", {})
+    for kind, entries in (portal.get("components") or {}).items():
+        own = components.get(kind, {})
+        joined = {**own, **{name: entry for name, entry in entries.items() if name not in own}}
+        components[kind] = dict(sorted(joined.items())) if kind == "schemas" else joined
+    return document
+
+
+def _http_function(logical_id: str, template_path: str | Path | None) -> tuple[ModuleType, str]:
+    name = _MODULE_NAMES.get(logical_id, logical_id.lower())
+    return _function(logical_id, template_path, module_name=name)
 
 
 def _handler_of(found: tuple[ModuleType, str]) -> ApiHandler:

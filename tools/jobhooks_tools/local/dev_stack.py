@@ -859,9 +859,9 @@ class DevStack:
 def _forget_cached_clients() -> None:
     """Per-process caches hold boto3 clients bound to the endpoint they were made for: a stack
     started after another one in this process (tests) must not reuse them."""
+    from jobhooks.access.context import get_portal_context
     from jobhooks.ingest.wiring import ingest_service
     from jobhooks.management.context import get_management_context
-    from jobhooks.portal.context import get_portal_context
 
     for cached in (
         ingest_service,

@@ -1,10 +1,11 @@
 """API Gateway's routing and authorization, played locally from template.yaml's HttpApi.
 
-A deployed stack's HTTP API decides, before the API function runs, which route a request takes
-and who may take it: IAM (SigV4) on every route but the portal's, nobody on the portal's page
-and assets, the portal authorizer (a Lambda function) on the portal's API. `LocalGateway` reads
-those routes and authorizers from template.yaml (the ApiFunction's HttpApi events and the
-HttpApi's `Auth`), never from a second list, and applies them to each local request:
+A deployed stack's HTTP API decides, before a function runs, which route a request takes, which
+function answers it (ApiFunction or PortalFunction) and who may take it: IAM (SigV4) on every
+route but the portal's, nobody on the portal's page and assets, the portal authorizer (a Lambda
+function) on the portal's API. `LocalGateway` reads those routes and authorizers from
+template.yaml (the functions' HttpApi events and the HttpApi's `Auth`), never from a second
+list, and applies them to each local request:
 
 - an IAM route: the caller is the local operator (`LOCAL_OPERATOR_ARN`), or the principal the
   server was started with (`serve_api(caller_arn=...)`: to try a grant locally); the event
@@ -12,7 +13,7 @@ HttpApi's `Auth`), never from a second list, and applies them to each local requ
 - a route without authorization: the event goes as it is;
 - a Lambda authorizer's route: the authorizer function of the template runs on the request
   (payload 2.0, simple responses); denied: 403 `{"message":"Forbidden"}` as API Gateway answers,
-  without calling the API function; allowed: its context is `requestContext.authorizer.lambda`.
+  without calling the function; allowed: its context is `requestContext.authorizer.lambda`.
 
 The local server has no SigV4: it is bound to loopback and answers local clients only
 (`api_server.LocalClients`), who are the developer.
@@ -28,7 +29,6 @@ from typing import Any, Final
 from jobhooks_tools.local.event_source import LOCAL_ACCOUNT_ID
 from jobhooks_tools.local.template import LocalTemplateError, find_template, load_template
 
-API_FUNCTION: Final = "ApiFunction"
 API_RESOURCE: Final = "HttpApi"
 LOCAL_OPERATOR_ARN: Final = f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:user/jobhooks-dev"
 # The local stack's deployer is its developer: the local caller is its operator, as the account's
@@ -46,6 +46,7 @@ class Route:
     method: str  # GET, POST, ..., or ANY
     path: str  # /portal, /portal/api/{proxy+}
     authorizer: str  # AWS_IAM, NONE, or a Lambda authorizer's name
+    function: str = "ApiFunction"  # the logical id of the function the route invokes
 
     @property
     def key(self) -> str:
@@ -92,7 +93,7 @@ class LocalGateway:
         return next((route for route in self.routes if route.matches(method, path)), None)
 
     def authorize(self, event: dict[str, Any]) -> dict[str, Any] | Denied:
-        """The event the API function receives, or what API Gateway answers instead."""
+        """The event the route's function receives, or what API Gateway answers instead."""
         http = event["requestContext"]["http"]
         route = self.route_for(http["method"], http["path"])
         if route is None:
@@ -161,7 +162,8 @@ def authorizer_event(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def read_routes(template_path: str | Path | None = None) -> tuple[list[Route], dict[str, str]]:
-    """The API function's routes and the Lambda authorizers' functions (name -> logical id)."""
+    """Every function's HttpApi routes (the management API's, the portal's) and the Lambda
+    authorizers' functions (name -> logical id)."""
     template = load_template(find_template(template_path))
     resources = template["Resources"]
     api = (resources.get(API_RESOURCE) or {}).get("Properties") or {}
@@ -174,16 +176,19 @@ def read_routes(template_path: str | Path | None = None) -> tuple[list[Route], d
             raise LocalTemplateError(f"authorizer {name}: FunctionArn must be !GetAtt F.Arn")
         attribute = target["Fn::GetAtt"]
         authorizers[name] = str(attribute[0] if isinstance(attribute, list) else attribute)
-    function = (resources.get(API_FUNCTION) or {}).get("Properties") or {}
     routes = []
-    for event in (function.get("Events") or {}).values():
-        if event.get("Type") != "HttpApi":
+    for logical_id, resource in resources.items():
+        if (resource or {}).get("Type") != "AWS::Serverless::Function":
             continue
-        spec = event.get("Properties") or {}
-        chosen = str(((spec.get("Auth") or {}).get("Authorizer")) or default)
-        if chosen not in (IAM, NONE) and chosen not in authorizers:
-            raise LocalTemplateError(f"{spec.get('Path')}: unknown authorizer {chosen}")
-        routes.append(Route(str(spec["Method"]).upper(), str(spec["Path"]), chosen))
+        function = resource.get("Properties") or {}
+        for event in (function.get("Events") or {}).values():
+            if event.get("Type") != "HttpApi":
+                continue
+            spec = event.get("Properties") or {}
+            chosen = str(((spec.get("Auth") or {}).get("Authorizer")) or default)
+            if chosen not in (IAM, NONE) and chosen not in authorizers:
+                raise LocalTemplateError(f"{spec.get('Path')}: unknown authorizer {chosen}")
+            routes.append(Route(str(spec["Method"]).upper(), str(spec["Path"]), chosen, logical_id))
     if not routes:
-        raise LocalTemplateError(f"{API_FUNCTION} has no HttpApi route")
+        raise LocalTemplateError(f"{API_RESOURCE} has no route")
     return routes, authorizers

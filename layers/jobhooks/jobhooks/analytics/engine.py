@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from jobhooks.analytics.exceptions import AnalyticsNotConfiguredError
@@ -26,3 +27,9 @@ def build_query_engine(settings: AnalyticsQuerySettings, *, session: Any = None)
 
         return local_backend().engine(settings.analytics_dir)
     raise AnalyticsNotConfiguredError()
+
+
+@functools.lru_cache(maxsize=4)
+def query_engine_for(settings: AnalyticsQuerySettings) -> QueryEngine:
+    """`build_query_engine`, once per configuration and process: an engine holds its clients."""
+    return build_query_engine(settings)

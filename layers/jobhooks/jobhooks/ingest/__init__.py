@@ -8,6 +8,12 @@ Read in the order a record flows (docs/ingest.md describes the behaviour):
                     `refan_out`, `reingest`), speaking only to its ports; it hands its claimed
                     events' deliveries to the delivery package's first-attempt stage
                     (`jobhooks.delivery.first_attempt`) and enqueues what that gives back
+    reading         one message read with the Fetcher keys of the moment (refreshed once)
+    fan_out_plan    an event's payload and delivery tasks, decided before its claim
+    writes_after_webhooks
+                    the analytics rows, and the first-attempt pages when they failed: spilled
+                    rather than failing an event whose webhooks went out
+    refan_out       an operator's re-fan-out of a done event
     model, ports    what it works with (claims, records, quarantined messages, results) and
                     the small interfaces its stores, queues and first-attempt stage implement
     claims, quarantine, fan_out, busy_records

@@ -39,33 +39,30 @@ its service has no first attempts: every task goes through the delivery queue.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from jobhooks.analytics.exceptions import AnalyticsError, PseudonymizationKeyError
 from jobhooks.delivery.first_attempt import EventDeliveries
 from jobhooks.delivery.first_attempts import FirstAttemptPage, new_batch_id
 from jobhooks.delivery.model import DeliveryOutcome
 from jobhooks.delivery_task import DeliveryTask, QueuedTask
 from jobhooks.inbound.event import JobEvent
-from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.inbound.outcome import Outcome, to_webhook, webhook_json
-from jobhooks.inbound.rejection import Reason, RejectedMessageError
+from jobhooks.inbound.job_events import VerificationPolicy
+from jobhooks.inbound.outcome import Outcome
+from jobhooks.inbound.rejection import RejectedMessageError
 from jobhooks.ingest.exceptions import (
     ClaimInProgressError,
     ClaimLostError,
-    EventNotFoundError,
     QuarantinedMessageIncompleteError,
 )
-from jobhooks.ingest.fan_out import delivery_tasks_for, job_name_of
+from jobhooks.ingest.fan_out_plan import plan_fan_out
 from jobhooks.ingest.fetcher_keys import FetcherKeySource
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.model import (
     MAX_EVENTS_PER_BATCH_RECORD,
     Claim,
     Duplicate,
-    EventPage,
     FanOutPlan,
     FanOutResult,
     IngestOutcome,
@@ -81,9 +78,10 @@ from jobhooks.ingest.ports import (
     Spill,
     SubscriptionMatcher,
 )
+from jobhooks.ingest.reading import read_message
+from jobhooks.ingest.refan_out import refan_out
 from jobhooks.ingest.telemetry import IngestTelemetry
-from jobhooks.spill.messages import SpilledPages, SpilledRows
-from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
+from jobhooks.ingest.writes_after_webhooks import record_outcomes, spill_pages
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
 
@@ -323,25 +321,16 @@ class IngestService:
         if event.event_id in claimed_here:
             # Our own claim, not another invocation's: the copy waits for this batch's outcome.
             return _Copy(event.event_id)
-        # The fan-out is decided before the claim (subscriptions are cached), so that the
-        # claim's one write records it and no later write per event is needed.
-        webhook = to_webhook(event, release=self.producer_release)
-        payload = webhook_json(webhook)
-        matched = subscriptions.matching(event.tenant_id, event.event_type)
-        tasks = delivery_tasks_for(
-            event_id=event.event_id,
-            tenant_id=event.tenant_id,
-            event_type=event.event_type,
-            payload=payload,
-            subscriptions=matched,
-            job_name=None if "job_name" in webhook.data.unmeasured else webhook.data.job_name,
+        # The fan-out is decided before the claim, so that the claim's one write records it.
+        planned = plan_fan_out(
+            event,
+            batch_id=batch_id,
+            subscriptions=subscriptions,
+            producer_release=self.producer_release,
         )
-        by_id = {subscription.subscription_id: subscription for subscription in matched}
-        plan = FanOutPlan(batch_id, payload, tuple(task.subscription_id for task in tasks))
-
         try:
             attempt = self.claims.claim_event(
-                event, lease_ms=self._lease_ms(remaining_ms), plan=plan
+                event, lease_ms=self._lease_ms(remaining_ms), plan=planned.plan
             )
         except ClaimInProgressError as busy:
             self.telemetry.claim_busy(event.event_id)
@@ -354,11 +343,7 @@ class IngestService:
         if attempt.took_over is not None:
             self.telemetry.claim_taken_over(attempt)
         return _Claimed(
-            attempt,
-            webhook.data,
-            plan,
-            tasks,
-            tuple(by_id[task.subscription_id] for task in tasks),
+            attempt, planned.outcome, planned.plan, planned.tasks, planned.subscriptions
         )
 
     # -- first attempts --------------------------------------------------------------------
@@ -398,52 +383,15 @@ class IngestService:
 
     def _record_outcomes(self, claimed: Sequence[_Claimed]) -> dict[str, Exception]:
         """Write the rows of the events whose deliveries are enqueued; the events to retry."""
-        if self.analytics is None or not claimed:
-            return {}
-        outcomes = [c.outcome for c in claimed]
-        try:
-            self.analytics.record(outcomes)
-        except AnalyticsError as error:
-            spilled = self._spilled_rows(outcomes, error)
-            for c in claimed:
-                self.telemetry.analytics_write_failed(c.event_id, error, spilled=spilled)
-            if spilled:
-                return {}
-            # The sink says how many rows it refused, not which: every event of the call
-            # retries (its deliveries are enqueued; deliver deduplicates them).
-            return {c.event_id: error for c in claimed}
-        return {}
-
-    def _spilled_rows(self, outcomes: Sequence[Outcome], error: AnalyticsError) -> bool:
-        """Whether the rows the sink refused are in the spill queue now."""
-        if self.spill is None or self.analytics is None:
-            return False
-        try:
-            rows, pseudonymized = self.analytics.rows_for(outcomes), True
-        except PseudonymizationKeyError:
-            # The spill function pseudonymizes them once it can read the key.
-            rows, pseudonymized = self.analytics.rows_for(outcomes, pseudonymize=False), False
-        except Exception as building:
-            self.telemetry.spill_refused("analytics rows", building)
-            return False
-        return self._spilled(SpilledRows(tuple(rows), pseudonymized), error)
+        return record_outcomes(
+            [(c.event_id, c.outcome) for c in claimed],
+            analytics=self.analytics,
+            spill=self.spill,
+            telemetry=self.telemetry,
+        )
 
     def _spilled_pages(self, pages: Sequence[FirstAttemptPage], error: Exception) -> bool:
-        """The stage's fallback when the pages could not be written: spill them, so the
-        events complete instead of retrying (which would POST their webhooks again)."""
-        return self._spilled(SpilledPages(tuple(pages)), error)
-
-    def _spilled(self, spilled: SpilledRows | SpilledPages, error: Exception) -> bool:
-        """Send what could not be written to the spill queue; whether it took it."""
-        if self.spill is None:
-            return False
-        try:
-            messages = self.spill.spill(spilled)
-        except Exception as refused:
-            self.telemetry.spill_refused(_kind(spilled), refused)
-            return False
-        self.telemetry.spilled(_kind(spilled), _size(spilled), messages, error)
-        return True
+        return spill_pages(pages, error, spill=self.spill, telemetry=self.telemetry)
 
     def _complete(
         self, batch_id: str, claimed: Sequence[_Claimed]
@@ -477,37 +425,15 @@ class IngestService:
 
     # -- management: read, re-fan-out, replay ----------------------------------------------
 
-    def list_unmatched(
-        self, tenant_id: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None
-    ) -> EventPage:
-        return self.claims.list_unmatched(tenant_id, limit=limit, cursor=cursor)
-
     def refan_out(self, event_id: str, *, replay: bool = False) -> FanOutResult:
-        """Enqueue the stored payload of a done event to its tenant's matching subscriptions now.
-
-        Subscriptions that already received it are skipped by the deliver side (same
-        `delivery_id`) unless `replay` asks for a new POST. Raises `EventNotFoundError` or
-        `EventInProgressError`.
-        """
-        record = self.claims.get_done(event_id)
-        if record.payload is None:  # not written by this code: nothing to re-send
-            raise EventNotFoundError(event_id)
-        tasks = delivery_tasks_for(
-            event_id=record.event_id,
-            tenant_id=record.tenant_id,
-            event_type=record.event_type,
-            payload=record.payload or "",
-            subscriptions=self.current_subscriptions.matching(record.tenant_id, record.event_type),
-            job_name=job_name_of(record.payload),
+        """Enqueue the stored payload of a done event to its tenant's matching subscriptions
+        now (`jobhooks.ingest.refan_out`)."""
+        return refan_out(
+            event_id,
+            claims=self.claims,
+            subscriptions=self.current_subscriptions,
+            deliveries=self.deliveries,
             replay=replay,
-        )
-        if tasks:
-            self.deliveries.enqueue(record.event_id, tasks)
-        self.claims.record_fan_out(
-            record, matched=len(tasks), subscription_ids=[task.subscription_id for task in tasks]
-        )
-        return FanOutResult(
-            record.event_id, len(tasks), tuple(task.subscription_id for task in tasks)
         )
 
     def reingest(
@@ -548,23 +474,13 @@ class IngestService:
     # -- internals -------------------------------------------------------------------------
 
     def _read(self, message: InboundMessage, *, allow_stale: bool) -> JobEvent:
-        try:
-            return read_forwarded_message(
-                message.body, self._policy(allow_stale=allow_stale), message.sent_at
-            )
-        except RejectedMessageError as rejection:
-            # A key added to the secret after our cached read must not quarantine its messages.
-            if rejection.reason is not Reason.SIGNATURE_MISMATCH or not self.keys.refresh():
-                raise
-        self.telemetry.keys_refreshed()
-        return read_forwarded_message(
-            message.body, self._policy(allow_stale=allow_stale), message.sent_at
+        return read_message(
+            message,
+            keys=self.keys,
+            policy=self.policy,
+            allow_stale=allow_stale,
+            telemetry=self.telemetry,
         )
-
-    def _policy(self, *, allow_stale: bool) -> VerificationPolicy:
-        policy = replace(self.policy, keys=self.keys.keys())
-        # freshness: a maximum age of 0 turns the stale check off (the future check stays).
-        return replace(policy, max_age_seconds=0) if allow_stale else policy
 
     def _lease_ms(self, remaining_ms: int | None) -> int:
         if remaining_ms is None:
@@ -580,11 +496,3 @@ class IngestService:
                 extra={"event_id": claim.event_id, "error": str(error)},
             )
             return False
-
-
-def _kind(spilled: SpilledRows | SpilledPages) -> str:
-    return "analytics rows" if isinstance(spilled, SpilledRows) else "first-attempt pages"
-
-
-def _size(spilled: SpilledRows | SpilledPages) -> int:
-    return len(spilled.rows) if isinstance(spilled, SpilledRows) else len(spilled.pages)

@@ -231,3 +231,14 @@ def get_management_context(settings: ManagementSettings) -> ManagementContext:
     """One context per process and configuration (the settings are read per request, cheaply,
     so `jobhooks dev` and tests that re-provision the stack get a fresh one)."""
     return build_management_context(settings)
+
+
+def management_context() -> ManagementContext:
+    """The context of this process's configuration: the dependency the /v1 routes and the
+    portal's routes both declare (tests replace it through the resolver's
+    `dependency_overrides`)."""
+    try:
+        settings = ManagementSettings.from_env()
+    except ConfigurationError as error:
+        raise ManagementMisconfiguredError(error.message) from None
+    return get_management_context(settings)

@@ -13,8 +13,22 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from jobhooks.access.grants import (
+    MAX_DESCRIPTION_LENGTH as MAX_GRANT_DESCRIPTION,
+)
+from jobhooks.access.grants import (
+    MAX_PATTERN_LENGTH,
+    MAX_TENANTS_PER_GRANT,
+)
+from jobhooks.access.grants import MAX_TENANT_ID_LENGTH as MAX_GRANT_TENANT_ID
+from jobhooks.access.sessions import (
+    DEFAULT_LINK_TTL,
+    MAX_LINK_TTL,
+    MIN_LINK_TTL,
+    SESSION_ID_PATTERN,
+)
 from jobhooks.alerts.model import (
     DEFAULT_MIN_OUTCOMES as DEFAULT_ALERT_MIN_OUTCOMES,
 )
@@ -598,3 +612,80 @@ class AlertRuleList(_Model):
     recent_alerts: list[AlertView] = Field(
         description="the rules' latest alerts, newest first (20 per rule at most)"
     )
+
+
+# -- portal links and revocation (operators) --------------------------------------------------
+
+
+class PortalLinkRequest(_Request):
+    tenant_id: str = Field(
+        min_length=1, max_length=MAX_GRANT_TENANT_ID, description="the tenant the link opens"
+    )
+    ttl_seconds: int = Field(
+        default=int(DEFAULT_LINK_TTL.total_seconds()),
+        ge=int(MIN_LINK_TTL.total_seconds()),
+        le=int(MAX_LINK_TTL.total_seconds()),
+        description="how long the link may be opened (default 15 minutes, at most 24 hours); "
+        "it opens the portal once",
+    )
+
+
+class PortalLink(_Model):
+    url: str = Field(
+        description="the one-time link; its token is in the fragment (#t=...), which browsers "
+        "never send to a server"
+    )
+    expires_at: Timestamp
+    tenant_id: str
+    link_id: str
+
+
+class RevocationRequest(_Request):
+    """Exactly one of `tenant_id` (every link and session of the tenant) and `session_id`."""
+
+    tenant_id: str | None = Field(default=None, min_length=1, max_length=MAX_GRANT_TENANT_ID)
+    session_id: str | None = Field(default=None, pattern=SESSION_ID_PATTERN)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> RevocationRequest:
+        if (self.tenant_id is None) == (self.session_id is None):
+            raise ValueError("give exactly one of tenant_id and session_id")
+        return self
+
+
+class Revocation(_Model):
+    tenant_id: str | None = None
+    session_id: str | None = None
+    epoch: int | None = Field(
+        default=None, description="the tenant's new revocation epoch (tenant revocations)"
+    )
+    revoked: bool = True
+
+
+# -- grants (operators) ------------------------------------------------------------------------
+
+
+class GrantRequest(_Request):
+    principal_pattern: str = Field(
+        min_length=1,
+        max_length=MAX_PATTERN_LENGTH,
+        description="IAM principal ARN pattern (`*`, `?` as in IAM), matched against the "
+        "caller's ARN; roles: arn:aws:sts::ACCOUNT:assumed-role/ROLE/*",
+    )
+    tenants: list[str] = Field(
+        min_length=1, max_length=MAX_TENANTS_PER_GRANT, description="the tenants it may act for"
+    )
+    description: str = Field(default="", max_length=MAX_GRANT_DESCRIPTION)
+
+
+class GrantView(_Model):
+    grant_id: str
+    principal_pattern: str
+    tenants: list[str]
+    description: str = ""
+    created_at: Timestamp
+    created_by: str = Field(description="the operator's ARN that added it")
+
+
+class GrantList(_Model):
+    grants: list[GrantView]

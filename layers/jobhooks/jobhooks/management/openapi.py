@@ -263,7 +263,7 @@ def documented(
         }
     # Every route validates its input, so every route can answer 422; and any request that
     # carries a body has it read before routing (`request_body`), hence 400 and 415. Every
-    # route checks its caller first (`jobhooks.portal.callers`), hence 403.
+    # route checks its caller first (`jobhooks.access.callers`), hence 403.
     for error in sorted({*errors, *_INPUT_ERRORS}):
         answers[error.value] = {
             "description": _ERROR_DESCRIPTIONS.get(error, error.phrase),

@@ -1,14 +1,14 @@
-"""The tenant portal and tenant-bound access (docs/portal.md), in the order a visit flows:
+"""The tenant portal (docs/portal.md), a function of its own (functions/portal), in the order a
+visit flows:
 
-    tokens, keys      link and session tokens: MACed claims, and the key ring that MACs them
-    access_store      the access table: grants, used links, revocation epochs, ended sessions
-    grants, callers   who calls: an operator, a tenant-bound IAM caller, or a portal session;
-                      the gate that refuses a request without the identity its route needs
-    sessions          issue a link, exchange it once for a session, verify, revoke
     authorizer        the HTTP API Lambda authorizer's decision (functions/authorizer)
+    gate              the identity each of the portal function's paths needs
     pages, assets/    the portal's static page and ES modules, and their security headers
+    routes            the link-for-session exchange and the portal's API: one session, one
+                      tenant, through the same tenant operations the /v1 routes call
+    dependencies      what a route is given: the context, the session, the send budget
     analytics         the tenant's job health from the analytics table, scoped to the tenant
-    models, settings, context, exceptions
+    models
 
-Nothing here logs a token or a cookie.
+Links, sessions and grants are `jobhooks.access`; nothing here logs a token or a cookie.
 """

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from jobhooks.portal.callers import (
+from jobhooks.access.callers import (
     CONTEXT_EPOCH,
     CONTEXT_EXPIRES_AT,
     CONTEXT_KIND,
@@ -29,9 +29,9 @@ from jobhooks.portal.callers import (
     PORTAL_SESSION_PATH,
     SESSION_COOKIE,
 )
-from jobhooks.portal.exceptions import TokenError
-from jobhooks.portal.sessions import PortalSessions
-from jobhooks.portal.tokens import TokenKind
+from jobhooks.access.exceptions import TokenError
+from jobhooks.access.sessions import PortalSessions
+from jobhooks.access.tokens import TokenKind
 
 LINK_HEADER: Final = "x-jobhooks-portal-link"
 

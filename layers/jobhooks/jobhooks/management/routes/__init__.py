@@ -10,12 +10,12 @@
                     (operators only: the table spans every tenant)
     alerts          /v1/alerts...: a tenant's job-health alert rules and their recent alerts
     grants          /v1/grants...: which IAM callers are bound to which tenants (operators)
-    portal          /v1/portal/...: portal links and revocations (operators); /portal...: the
-                    tenant portal's page, its link-for-session exchange and its API
+    portal          /v1/portal/...: portal links and revocations (operators); the portal itself
+                    is a function of its own (`jobhooks.portal.routes`, functions/portal)
 
 Every module exposes `router`; `functions/api/app.py` includes them in this order (which is the
 order of docs/openapi.json's paths) with `app.include_router(...)`. A route declares its input
 and answers (`jobhooks.management.openapi`) and makes one call into `jobhooks.management` or
-`jobhooks.portal`; the stores, the clients and the caller come from the dependencies of
+`jobhooks.access`; the stores, the clients and the caller come from the dependencies of
 `dependencies`.
 """

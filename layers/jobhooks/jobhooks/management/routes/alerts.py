@@ -12,6 +12,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from jobhooks.access.callers import Caller
 from jobhooks.alerts.exceptions import AlertRuleNotFoundError
 from jobhooks.management import alerts
 from jobhooks.management.context import ManagementContext
@@ -24,8 +25,7 @@ from jobhooks.management.openapi import (
     documented,
 )
 from jobhooks.management.routes.dependencies import CallerOf, Context
-from jobhooks.portal.callers import Caller
-from jobhooks.portal.scoping import named_tenant
+from jobhooks.management.scoping import named_tenant
 
 OK, CREATED, NO_CONTENT = HTTPStatus.OK, HTTPStatus.CREATED, HTTPStatus.NO_CONTENT
 NOT_FOUND, CONFLICT = HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT

@@ -24,7 +24,7 @@ from jobhooks.management.openapi import (
     documented,
 )
 from jobhooks.management.routes.dependencies import CallerOf, Context, Sends
-from jobhooks.portal.scoping import delivery_scope, event_scope, subscription_scope
+from jobhooks.management.scoping import delivery_scope, event_scope, subscription_scope
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
 OK, ACCEPTED = HTTPStatus.OK, HTTPStatus.ACCEPTED

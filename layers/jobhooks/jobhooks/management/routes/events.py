@@ -19,7 +19,7 @@ from jobhooks.management.openapi import (
     documented,
 )
 from jobhooks.management.routes.dependencies import CallerOf, Context, Sends
-from jobhooks.portal.scoping import event_scope, named_tenant
+from jobhooks.management.scoping import event_scope, named_tenant
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
 OK, ACCEPTED = HTTPStatus.OK, HTTPStatus.ACCEPTED

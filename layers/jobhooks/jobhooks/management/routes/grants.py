@@ -12,18 +12,18 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from jobhooks.management.openapi import documented
-from jobhooks.management.routes.dependencies import Operator, Portal
-from jobhooks.portal.access_store import StoredGrant
-from jobhooks.portal.exceptions import GrantBindsCallerError
-from jobhooks.portal.grants import (
+from jobhooks.access.access_store import StoredGrant
+from jobhooks.access.exceptions import GrantBindsCallerError
+from jobhooks.access.grants import (
     GRANT_ID_PATTERN,
     grant_matches,
     new_grant_id,
     validate_principal_pattern,
     validate_tenants,
 )
-from jobhooks.portal.models import GrantList, GrantRequest, GrantView
+from jobhooks.management.models import GrantList, GrantRequest, GrantView
+from jobhooks.management.openapi import documented
+from jobhooks.management.routes.dependencies import Operator, Portal
 from jobhooks.storage.times import format_time
 
 OK, CREATED, NO_CONTENT = HTTPStatus.OK, HTTPStatus.CREATED, HTTPStatus.NO_CONTENT

@@ -35,7 +35,7 @@ from jobhooks.management.openapi import (
     documented,
 )
 from jobhooks.management.routes.dependencies import CallerOf, Context, Sends
-from jobhooks.portal.scoping import named_tenant, subscription_scope
+from jobhooks.management.scoping import named_tenant, subscription_scope
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 
 OK, CREATED, NO_CONTENT = HTTPStatus.OK, HTTPStatus.CREATED, HTTPStatus.NO_CONTENT

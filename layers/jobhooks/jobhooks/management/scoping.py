@@ -16,10 +16,10 @@ For a tenant-bound caller:
 
 from __future__ import annotations
 
+from jobhooks.access.callers import Caller
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.ingest.exceptions import EventNotFoundError
 from jobhooks.management.context import ManagementContext
-from jobhooks.portal.callers import Caller
 from jobhooks.subscriptions.exceptions import SubscriptionNotFoundError
 
 

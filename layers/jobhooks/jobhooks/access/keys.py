@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
-from jobhooks.portal.exceptions import PortalKeyError
+from jobhooks.access.exceptions import PortalKeyError
 
 MIN_KEY_CHARS: Final = 32
 DEFAULT_CACHE_SECONDS: Final = 300.0

@@ -1,9 +1,10 @@
-"""Who is calling, and what they may touch: the tenant-scope policy of the management API.
+"""Who is calling, and what they may touch: the tenant-scope policy of the management API and
+the portal.
 
-Three kinds of callers reach the API function, each identified only by what API Gateway put in
-the request context after verifying it, never by anything the request says about itself:
+Three kinds of callers reach them, each identified only by what API Gateway put in the request
+context after verifying it, never by anything the request says about itself:
 
-- a **tenant-bound** IAM caller: one that matches a grant (`jobhooks.portal.grants`). It acts
+- a **tenant-bound** IAM caller: one that matches a grant (`jobhooks.access.grants`). It acts
   for the grant's tenants only; anything of another tenant is "not found" (its existence is
   never revealed), and operator routes (quarantine, dead-letter queues, grants, portal links)
   answer 403;
@@ -13,9 +14,10 @@ the request context after verifying it, never by anything the request says about
 - a **portal session**: a browser holding a session cookie that the portal authorizer verified
   (`requestContext.authorizer.lambda`). It acts for the one tenant of its session.
 
-`gate_request` is the API function's first check, before any routing: a `/v1` request without
-an IAM identity, or a portal API request without the authorizer's verdict, is refused there
-(defence in depth: API Gateway already refuses both).
+`gate_iam_request` is the management API function's first check, before any routing: a request
+without an IAM identity is refused there; the portal function's gate (`jobhooks.portal.gate`)
+refuses a portal API request without the authorizer's verdict (defence in depth: API Gateway
+already refuses both).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
-from jobhooks.portal.exceptions import (
+from jobhooks.access.exceptions import (
     IamIdentityRequiredError,
     NotAuthorizedError,
     OperatorOnlyError,
@@ -34,14 +36,11 @@ from jobhooks.portal.exceptions import (
     TenantNotFoundError,
     TenantRequiredError,
 )
-from jobhooks.portal.grants import is_operator, tenants_of
+from jobhooks.access.grants import is_operator, tenants_of
 
 if TYPE_CHECKING:
-    from jobhooks.portal.access_store import StoredGrant
+    from jobhooks.access.access_store import StoredGrant
 
-PUBLIC_PATHS: Final = frozenset({"/portal", "/portal/"})
-PORTAL_ASSETS_PREFIX: Final = "/portal/assets/"
-PORTAL_API_PREFIX: Final = "/portal/api/"
 PORTAL_SESSION_PATH: Final = "/portal/session"
 # The session cookie: `__Host-` binds it to this host, path /, Secure (docs/portal.md).
 SESSION_COOKIE: Final = "__Host-jobhooks-portal"
@@ -156,26 +155,11 @@ def iam_caller(
     raise NotAuthorizedError()
 
 
-def gate_request(event: Mapping[str, Any]) -> PortalError | None:
-    """The refusal of a request that reached the function without the identity its route
-    needs (API Gateway checks first; this holds if a route is ever misconfigured).
-
-    Only the portal's page and assets are public; the portal API needs the authorizer's
-    verdict; every other path, unknown ones included, needs an IAM caller.
-    """
-    http = (event.get("requestContext") or {}).get("http") or {}
-    path = str(http.get("path") or event.get("rawPath") or "")
-    if path in PUBLIC_PATHS or path.startswith(PORTAL_ASSETS_PREFIX):
-        return None
-    if path.startswith(PORTAL_API_PREFIX) or path == PORTAL_SESSION_PATH:
-        try:
-            portal_pass(event, "session" if path != PORTAL_SESSION_PATH else "link")
-        except SessionRequiredError as error:
-            return error
-        return None
-    if iam_principal(event) is None:
-        return IamIdentityRequiredError()
-    return None
+def gate_iam_request(event: Mapping[str, Any]) -> PortalError | None:
+    """The refusal of a management API request that reached the function without an IAM
+    caller (API Gateway checks first; this holds if a route is ever misconfigured). Every
+    route of that function, unknown ones included, needs one."""
+    return IamIdentityRequiredError() if iam_principal(event) is None else None
 
 
 def _authorizer(event: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from jobhooks.portal.exceptions import (
+from jobhooks.access.exceptions import (
     GrantNotFoundError,
     LinkAlreadyUsedError,
     TooManyGrantsError,

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from jobhooks.portal.access_store import AccessStore
-from jobhooks.portal.keys import KeyRing, SecretKeyRing, StaticKeyRing
-from jobhooks.portal.sessions import PortalSessions
-from jobhooks.portal.settings import PortalSettings
+from jobhooks.access.access_store import AccessStore
+from jobhooks.access.keys import KeyRing, SecretKeyRing, StaticKeyRing
+from jobhooks.access.sessions import PortalSessions
+from jobhooks.access.settings import PortalSettings
 
 
 @dataclass

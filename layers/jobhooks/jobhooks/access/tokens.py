@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from jobhooks.portal.exceptions import InvalidTokenError, TokenExpiredError
+from jobhooks.access.exceptions import InvalidTokenError, TokenExpiredError
 
 VERSION: Final = "v1"
 # A session travels in a cookie (4 KB per cookie in every browser); a tenant id is at most

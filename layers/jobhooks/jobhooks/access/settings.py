@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Final
 
-from jobhooks.portal.exceptions import PortalNotConfiguredError, PortalSettingsError
+from jobhooks.access.exceptions import PortalNotConfiguredError, PortalSettingsError
 
 MIN_SESSION_MINUTES: Final = 5
 MAX_SESSION_MINUTES: Final = 720

@@ -29,8 +29,8 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from jobhooks.portal.access_store import StoredGrant
-from jobhooks.portal.exceptions import InvalidGrantTenantsError, InvalidPrincipalPatternError
+from jobhooks.access.access_store import StoredGrant
+from jobhooks.access.exceptions import InvalidGrantTenantsError, InvalidPrincipalPatternError
 
 MAX_PATTERN_LENGTH: Final = 2048  # IAM's own limit on an ARN
 MAX_TENANTS_PER_GRANT: Final = 100

@@ -25,15 +25,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from jobhooks.portal.access_store import AccessStore
-from jobhooks.portal.callers import PortalPass
-from jobhooks.portal.exceptions import (
+from jobhooks.access.access_store import AccessStore
+from jobhooks.access.callers import PortalPass
+from jobhooks.access.exceptions import (
     InvalidSessionIdError,
     InvalidTokenError,
     TokenRevokedError,
 )
-from jobhooks.portal.keys import KeyRing
-from jobhooks.portal.tokens import TokenClaims, TokenKind, new_token_id, open_token, seal
+from jobhooks.access.keys import KeyRing
+from jobhooks.access.tokens import TokenClaims, TokenKind, new_token_id, open_token, seal
 
 DEFAULT_LINK_TTL: Final = timedelta(minutes=15)
 MIN_LINK_TTL: Final = timedelta(minutes=1)

@@ -1,0 +1,54 @@
+"""An event's fan-out, decided before its claim: the webhook payload built once, the tenant's
+matching subscriptions (cached), and one delivery task per subscription its job filter admits.
+
+Decided first so that the claim's one write records it (`FanOutPlan`) and no later write per
+event is needed (docs/cost.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jobhooks.delivery_task import DeliveryTask
+from jobhooks.inbound.event import JobEvent
+from jobhooks.inbound.outcome import Outcome, to_webhook, webhook_json
+from jobhooks.ingest.fan_out import delivery_tasks_for
+from jobhooks.ingest.model import FanOutPlan
+from jobhooks.ingest.ports import SubscriptionMatcher
+from jobhooks.subscriptions.model import Subscription
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedFanOut:
+    outcome: Outcome
+    plan: FanOutPlan
+    tasks: tuple[DeliveryTask, ...]
+    subscriptions: tuple[Subscription, ...]
+    """The subscription of each task, as matched (same order)."""
+
+
+def plan_fan_out(
+    event: JobEvent,
+    *,
+    batch_id: str,
+    subscriptions: SubscriptionMatcher,
+    producer_release: str,
+) -> PlannedFanOut:
+    webhook = to_webhook(event, release=producer_release)
+    payload = webhook_json(webhook)
+    matched = subscriptions.matching(event.tenant_id, event.event_type)
+    tasks = delivery_tasks_for(
+        event_id=event.event_id,
+        tenant_id=event.tenant_id,
+        event_type=event.event_type,
+        payload=payload,
+        subscriptions=matched,
+        job_name=None if "job_name" in webhook.data.unmeasured else webhook.data.job_name,
+    )
+    by_id = {subscription.subscription_id: subscription for subscription in matched}
+    return PlannedFanOut(
+        webhook.data,
+        FanOutPlan(batch_id, payload, tuple(task.subscription_id for task in tasks)),
+        tasks,
+        tuple(by_id[task.subscription_id] for task in tasks),
+    )
