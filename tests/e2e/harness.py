@@ -227,6 +227,15 @@ def unique_tenant(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Poll `condition` until it holds; a failure names what never happened."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not seen within {timeout} s")
+        time.sleep(0.1)
+
+
 class Traffic:
     """Publishes at a steady rate in a thread, retrying through broker outages as a producer's
     outbox does (a copy the broker already had is then a duplicate: ingest deduplicates it)."""

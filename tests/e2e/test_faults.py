@@ -11,7 +11,6 @@ calls (`DevStack.faults`, jobhooks_tools/local/faults.py), each kind a function 
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable
 
@@ -19,7 +18,14 @@ import pytest
 from jobhooks_tools.publisher import Copy, sample_traffic
 from jobhooks_tools.sample_events import demo_key
 
-from tests.e2e.harness import Bridge, Subscription, expected_deliveries, unique_tenant
+from tests.e2e.harness import (
+    Bridge,
+    Subscription,
+    Traffic,
+    expected_deliveries,
+    unique_tenant,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
@@ -27,9 +33,12 @@ EVENTS = 40
 RATE = 20.0  # messages per second: 80 messages (events and copies) over 4 s
 
 
-def deliver_everything_despite(
-    bridge: Bridge, fault: Callable[[Bridge], None]
-) -> list[Subscription]:
+# A fault lasts until it was felt (a condition the test polls for), never for a fixed time:
+# under load a fixed outage can end before any event met it.
+Fault = Callable[[Bridge, Traffic, list[Subscription]], None]
+
+
+def deliver_everything_despite(bridge: Bridge, fault: Fault) -> list[Subscription]:
     key = demo_key()
     tenant = unique_tenant("faults")
     subscriptions = [
@@ -40,7 +49,7 @@ def deliver_everything_despite(
     flowing = bridge.publish_in_background(traffic, RATE)
     flowing.wait_until_published(len(traffic) // 3)
 
-    fault(bridge)
+    fault(bridge, flowing, subscriptions)
 
     flowing.join()
     expected = expected_deliveries(traffic, subscriptions)
@@ -55,23 +64,29 @@ def deliver_everything_despite(
     return subscriptions
 
 
+def a_delivery_failed(bridge: Bridge, subscriptions: list[Subscription]) -> bool:
+    """An attempt to one of the subscriptions failed and another is scheduled."""
+    return any(d["status"] == "pending" for s in subscriptions for d in bridge.deliveries(s))
+
+
 def test_a_shovel_killed_mid_batch_loses_nothing(bridge: Bridge) -> None:
-    def sigkill_the_shovel(bridge: Bridge) -> None:
+    def sigkill_the_shovel(bridge: Bridge, flowing: Traffic, _: list[Subscription]) -> None:
         bridge.stack.kill_shovel()
-        time.sleep(1)
+        # Events reach the broker while no shovel consumes them.
+        flowing.wait_until_published(min(len(flowing.published) + 3, len(flowing.publications)))
         bridge.stack.start_shovel()
 
     deliver_everything_despite(bridge, sigkill_the_shovel)
 
 
 def test_a_rabbitmq_restart_loses_nothing(bridge: Bridge) -> None:
-    deliver_everything_despite(bridge, lambda bridge: bridge.stack.restart_broker())
+    deliver_everything_despite(bridge, lambda bridge, *_: bridge.stack.restart_broker())
 
 
 def test_a_receiver_down_for_a_while_gets_everything_when_back(bridge: Bridge) -> None:
-    def receiver_outage(bridge: Bridge) -> None:
+    def receiver_outage(bridge: Bridge, _: Traffic, subscriptions: list[Subscription]) -> None:
         bridge.receiver.go_down()
-        time.sleep(4)
+        wait_until(lambda: a_delivery_failed(bridge, subscriptions), "an attempt that failed")
         bridge.receiver.come_back()
 
     subscriptions = deliver_everything_despite(bridge, receiver_outage)
@@ -83,16 +98,17 @@ def test_a_receiver_down_for_a_while_gets_everything_when_back(bridge: Bridge) -
 
 
 def test_an_aws_outage_only_delays_events(bridge: Bridge) -> None:
-    def aws_refuses_connections(bridge: Bridge) -> None:
-        assert bridge.stack.aws_proxy is not None
-        bridge.stack.aws_proxy.refuse()
-        time.sleep(4)
-        bridge.stack.aws_proxy.accept()
-
     def sqs_errors() -> int:
         return sum(s.counters.sqs_errors for s in bridge.stack.event_sources.values())
 
     errors_before = sqs_errors()
+
+    def aws_refuses_connections(bridge: Bridge, *_: object) -> None:
+        assert bridge.stack.aws_proxy is not None
+        bridge.stack.aws_proxy.refuse()
+        wait_until(lambda: sqs_errors() > errors_before, "a poller that could not reach SQS")
+        bridge.stack.aws_proxy.accept()
+
     deliver_everything_despite(bridge, aws_refuses_connections)
 
     # The outage was felt: the functions' pollers could not reach SQS for a while.
@@ -136,7 +152,9 @@ def test_throttling_and_5xx_answers_in_ingest_and_deliver_lose_and_park_nothing(
     rules = []
     calls_before: Counter[tuple[str, str]] = Counter()
 
-    def aws_answers_throttling_and_5xx(bridge: Bridge) -> None:
+    def aws_answers_throttling_and_5xx(
+        bridge: Bridge, _: Traffic, subscriptions: list[Subscription]
+    ) -> None:
         calls_before.update(faults.calls)
         for function, kinds in (
             ("IngestFunction", INGEST_KINDS),
@@ -148,7 +166,7 @@ def test_throttling_and_5xx_answers_in_ingest_and_deliver_lose_and_park_nothing(
         # A receiver that fails for a moment: its first attempts fail, so the deliver function
         # retries them while its own calls are answered with throttling.
         bridge.receiver.go_down()
-        time.sleep(3)
+        wait_until(lambda: a_delivery_failed(bridge, subscriptions), "an attempt that failed")
         bridge.receiver.come_back()
 
     try:

@@ -306,8 +306,12 @@ def test_partial_failures_stay_invisible_then_come_back_counted(sqs: Any) -> Non
     assert depth(sqs, queue_url) == {"visible": 0, "in_flight": 1}
     assert source.run_once().received == 0  # not made visible early
 
-    time.sleep(1.2)
+    # Back once its visibility timeout (1 s) ended: polled for, not slept for.
+    deadline = time.monotonic() + 30
     again = source.run_once()
+    while again.received == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        again = source.run_once()
     assert again.received == 1
     record = handler.events[-1]["Records"][0]
     assert record["body"] == "fail"
