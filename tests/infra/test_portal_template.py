@@ -157,6 +157,8 @@ def test_the_portal_function_may_do_only_what_the_portal_calls(
         assert arn_of(other) not in grants, other
     assert grants[arn_of("ClaimsTable")] == {"dynamodb:GetItem"}
     assert grants[arn_of("DeliveryQueue")] == {"sqs:SendMessage"}
+    # A tenant disabling its endpoint tells the operators (endpoint.disabled, reason operator).
+    assert grants[repr({"Ref": "OperationsTopic"})] == {"sns:Publish"}
     every_action = set().union(*grants.values())
     assert not {"dynamodb:Scan", "sqs:ReceiveMessage", "firehose:PutRecordBatch"} & every_action
     assert properties(template, "PortalFunction")["Role"] == {"Fn::GetAtt": ["PortalRole", "Arn"]}
