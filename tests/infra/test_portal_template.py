@@ -155,7 +155,9 @@ def test_the_portal_function_may_do_only_what_the_portal_calls(
         "AnalyticsDeliveryStream",
     ):
         assert arn_of(other) not in grants, other
-    assert grants[arn_of("ClaimsTable")] == {"dynamodb:GetItem"}
+    # GetItem: a replay's event; BatchGetItem: Recover's events (and it marks what it sent).
+    assert grants[arn_of("ClaimsTable")] == {"dynamodb:GetItem", "dynamodb:BatchGetItem"}
+    assert "dynamodb:UpdateItem" in grants[arn_of("DeliveriesTable")]
     assert grants[arn_of("DeliveryQueue")] == {"sqs:SendMessage"}
     # A tenant disabling its endpoint tells the operators (endpoint.disabled, reason operator).
     assert grants[repr({"Ref": "OperationsTopic"})] == {"sns:Publish"}

@@ -324,6 +324,10 @@ PORTAL_ROUTES = {
         "POST", lambda w: f"/portal/api/subscriptions/{w.subscription_id}/test", None,
         PORTAL_SCOPED,
     ),
+    "portal_recover_subscription": PortalRoute(
+        "POST", lambda w: f"/portal/api/subscriptions/{w.subscription_id}/recover",
+        lambda w: {"since": "2026-01-01T00:00:00Z"}, (202, 404, 403, 403),
+    ),
     "portal_list_deliveries": PortalRoute(
         "GET", lambda w: f"/portal/api/subscriptions/{w.subscription_id}/deliveries", None,
         PORTAL_SCOPED,

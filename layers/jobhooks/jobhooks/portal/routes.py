@@ -20,7 +20,7 @@ from aws_lambda_powertools.shared.cookies import Cookie, SameSite
 from pydantic import BaseModel
 
 from jobhooks.access.callers import SESSION_COOKIE
-from jobhooks.management import alerts, deliveries, subscriptions
+from jobhooks.management import alerts, deliveries, recovery, subscriptions
 from jobhooks.management.models import (
     AlertRuleList,
     AlertRuleView,
@@ -29,6 +29,7 @@ from jobhooks.management.models import (
     DeliveryDetail,
     DeliveryPage,
     PortalAlertRuleRequest,
+    RecoveryResult,
     ReplayedDelivery,
     RotateSecretRequest,
     SubscriptionPage,
@@ -42,6 +43,7 @@ from jobhooks.management.openapi import (
     CursorQuery,
     DeliveryIdPath,
     LimitQuery,
+    RecoverBody,
     SubscriptionIdPath,
     documented,
 )
@@ -311,6 +313,25 @@ def handle_portal_send_test_webhook(
 ) -> TestSendResult:
     sends.take(session, session.tenant_id)
     return subscriptions.send_test_webhook(context, subscription_id, tenant_id=session.tenant_id)
+
+
+@router.post(
+    "/portal/api/subscriptions/<subscription_id>/recover",
+    operation_id="portal_recover_subscription",
+    summary="Send again, oldest first, every delivery since a time that did not succeed",
+    status_code=ACCEPTED,
+    responses=portal_documented(
+        ACCEPTED, RecoveryResult, NOT_FOUND, CONFLICT, HTTPStatus.UNPROCESSABLE_ENTITY
+    ),
+    tags=PORTAL_TAG,
+    security=SESSION_SECURITY,
+)
+def handle_portal_recover_subscription(
+    subscription_id: SubscriptionIdPath, body: RecoverBody, session: Session, context: Context
+) -> RecoveryResult:
+    return recovery.recover_subscription(
+        context, subscription_id, body, tenant_id=session.tenant_id
+    )
 
 
 @router.get(

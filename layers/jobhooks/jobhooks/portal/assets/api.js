@@ -59,6 +59,8 @@ export const api = {
   rotate: (id, graceSeconds) =>
     request("POST", `/portal/api/subscriptions/${encodeURIComponent(id)}/rotate-secret`, { grace_seconds: graceSeconds }),
   test: (id) => request("POST", `/portal/api/subscriptions/${encodeURIComponent(id)}/test`),
+  recover: (id, since, cursor) =>
+    request("POST", `/portal/api/subscriptions/${encodeURIComponent(id)}/recover`, cursor ? { since, cursor } : { since }),
   deliveries: (id, cursor) =>
     request(
       "GET",

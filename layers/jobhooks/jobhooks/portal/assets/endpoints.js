@@ -1,5 +1,5 @@
-// Endpoints: list, add, edit, disable / enable, delete, rotate the secret, send a test, and the
-// deliveries of one endpoint with every attempt.
+// Endpoints: list, add, edit, disable / enable, delete, rotate the secret, send a test, recover
+// what an outage left undelivered, and the deliveries of one endpoint with every attempt.
 import { api, ApiError } from "./api.js";
 import { announce, confirmDialog, copyButton, h, show, when } from "./dom.js";
 import { nodeSnippet, pythonSnippet } from "./snippets.js";
@@ -135,10 +135,84 @@ export async function detailPage(id, reveal) {
         await detailPage(id);
       },
     }),
+    recoverSection(id, subscription, () => loadDeliveries(id, deliveriesSection)),
     deliveriesSection,
     snippetsSection(subscription.url),
   );
   await loadDeliveries(id, deliveriesSection);
+}
+
+// Recover: every delivery since a time that did not succeed (skipped while the endpoint was
+// disabled, failed, parked, gone) is sent again, page after page, with its webhook-id.
+function recoverSection(id, subscription, reload) {
+  const active = subscription.status === "active";
+  const since = h("input", {
+    id: "recover-since",
+    name: "since",
+    type: "datetime-local",
+    step: "1",
+    required: true,
+    "aria-describedby": "recover-hint",
+    value: localInputValue(new Date(Date.now() - 24 * 3600 * 1000)),
+  });
+  const result = h("div", { id: "recover-result", "aria-live": "polite" });
+  const run = h("button", { type: "button", className: "secondary", disabled: !active }, "Recover");
+  run.addEventListener("click", () =>
+    act(async () => {
+      const moment = new Date(since.value);
+      if (!since.value || Number.isNaN(moment.getTime())) {
+        since.setAttribute("aria-invalid", "true");
+        result.replaceChildren(h("p", { className: "error" }, "Since: enter the time the outage began."));
+        since.focus();
+        return;
+      }
+      since.removeAttribute("aria-invalid");
+      run.disabled = true;
+      let sent = 0;
+      let cursor = null;
+      const byStatus = {};
+      try {
+        do {
+          const page = await api.recover(id, moment.toISOString(), cursor);
+          sent += page.sent;
+          for (const [status, count] of Object.entries(page.by_status)) byStatus[status] = (byStatus[status] || 0) + count;
+          cursor = page.next_cursor;
+          result.replaceChildren(h("p", {}, `Recovering: ${sent} sent so far…`));
+        } while (cursor);
+      } finally {
+        run.disabled = false;
+      }
+      const counted = Object.entries(byStatus).map(([status, count]) => `${count} ${status}`).join(", ");
+      const message = sent ? `Recovery queued: ${sent} sent again (${counted}).` : "Nothing to recover since then.";
+      result.replaceChildren(h("p", {}, message));
+      announce(message);
+      await reload();
+    }, result),
+  );
+  return h(
+    "section",
+    { "aria-labelledby": "recover-heading" },
+    h("h2", { id: "recover-heading" }, "Recover missed deliveries"),
+    h(
+      "p",
+      { id: "recover-hint", className: "hint" },
+      active
+        ? "Sends again, oldest first, every delivery since this time that did not succeed, including those skipped while the endpoint was disabled. Each keeps its webhook-id, so your receiver can drop what it already has."
+        : "Enable the endpoint first: its events are kept as skipped deliveries meanwhile.",
+    ),
+    h("div", { className: "field" }, h("label", { for: "recover-since" }, "Since (your local time)"), since),
+    h("div", { className: "actions" }, run),
+    result,
+  );
+}
+
+// A datetime-local value (local time, no zone) for `moment`.
+function localInputValue(moment) {
+  const pad = (n) => String(n).padStart(2, "0");
+  return (
+    `${moment.getFullYear()}-${pad(moment.getMonth() + 1)}-${pad(moment.getDate())}` +
+    `T${pad(moment.getHours())}:${pad(moment.getMinutes())}:${pad(moment.getSeconds())}`
+  );
 }
 
 async function loadDeliveries(id, section, cursor) {
@@ -411,7 +485,7 @@ function snippetsSection(url) {
 }
 
 export function statusBadge(status) {
-  const tone = { active: "good", succeeded: "good", pending: "warn", disabled: "muted", failed: "bad", parked: "bad", gone: "bad" }[status] || "muted";
+  const tone = { active: "good", succeeded: "good", pending: "warn", skipped: "warn", disabled: "muted", failed: "bad", parked: "bad", gone: "bad" }[status] || "muted";
   return h("span", { className: `badge ${tone}` }, status);
 }
 
