@@ -246,6 +246,32 @@ def test_410_gone_disables_the_subscription_and_stops_retrying(bench: DeliveryBe
     assert bench.parked() == [] and bench.queue_depth() == 0
 
 
+def test_an_endpoint_enabled_again_is_delivered_to_even_while_cached_as_disabled(
+    bench: DeliveryBench,
+) -> None:
+    # A warm function cached the endpoint as disabled; it is enabled and its deliveries
+    # recovered a moment later: the recovered task must be POSTed, not skipped again.
+    bench.deliverer.close()
+    bench.deliverer = bench.make_deliverer(subscription_cache_seconds=3600)
+    receiver = bench.receiver()
+    issued = bench.subscribe(receiver)
+    subscription_id = issued.subscription.subscription_id
+    bench.store.disable(subscription_id, "operator")
+    skipped = bench.task(issued, event_id="fetcher.job.completed.j-1")
+    bench.enqueue(skipped)
+    bench.run_batch()
+    assert bench.record(skipped).status is DeliveryStatus.SKIPPED
+    assert receiver.count == 0
+
+    bench.store.enable(subscription_id)
+    recovered = bench.task(issued, event_id="fetcher.job.completed.j-2")
+    bench.enqueue(recovered)
+    bench.run_batch()
+
+    assert receiver.count == 1
+    assert bench.record(recovered).status is DeliveryStatus.SUCCEEDED
+
+
 def test_a_410_for_a_subscription_deleted_meanwhile_still_ends_the_delivery(
     bench: DeliveryBench,
 ) -> None:

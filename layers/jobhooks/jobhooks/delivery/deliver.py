@@ -247,8 +247,14 @@ class Deliverer:
                 return DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id)
             return DeliveryOutcome(DeliveryResult.DROPPED, task.delivery_id)
         if not subscription.is_active:
-            # Kept as `skipped`, for `recover` once it is active again (`skipped`).
-            return skip_delivery(self._log, task)
+            # The cache may hold it from before it was enabled again a moment ago (and its
+            # deliveries recovered): only a fresh read may turn a task into `skipped`.
+            self._cache.forget(task.subscription_id)
+            fresh = self._subscription(task.subscription_id)
+            if fresh is None or fresh.tenant_id != task.tenant_id or not fresh.is_active:
+                # Kept as `skipped`, for `recover` once it is active again.
+                return skip_delivery(self._log, task)
+            subscription = fresh
         source = _QueuedAttempt(self._log, self._queue, message, existing)
 
         # Attempts ingest made before enqueueing (its first attempt) count: the first receive
