@@ -45,7 +45,7 @@ if [ "$#" -gt 0 ]; then exec .venv/bin/pytest "$@"; fi
 static_log="$(mktemp -t jobhooks-static.XXXXXX)"
 (
     set -e
-    echo "== ruff" && .venv/bin/ruff check .
+    echo "== ruff" && .venv/bin/ruff check . && .venv/bin/ruff format --check .
     echo "== mypy (strict)" && .venv/bin/mypy
     if [ -x scripts/check-template.sh ]; then echo "== template" && scripts/check-template.sh; fi
 ) >"$static_log" 2>&1 &

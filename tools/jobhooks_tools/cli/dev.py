@@ -135,9 +135,7 @@ def run_dev(args: argparse.Namespace) -> int:
     parameters = {"RetrySchedule": args.retry_schedule} if args.retry_schedule else {}
     # The sustained-failure rule's period, for the functions that settle attempts.
     environment = (
-        {"JOBHOOKS_AUTO_DISABLE_AFTER": args.auto_disable_after}
-        if args.auto_disable_after
-        else {}
+        {"JOBHOOKS_AUTO_DISABLE_AFTER": args.auto_disable_after} if args.auto_disable_after else {}
     )
     # Kept after exit, unlike the stack's own temporary directory: the rows are the user's.
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="jobhooks-dev-"))
