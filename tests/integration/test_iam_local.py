@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +25,9 @@ from tests.fixtures.iam_grants import (
     allow_list,
     unexercised_grants,
 )
+
+# pytester: runs one test of the suite in a session of its own, in this process.
+pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[2]
 GET_CLAIM = "dynamodb:GetItem"
@@ -122,10 +122,16 @@ def test_every_function_of_the_template_acts_as_its_own_role(stack: LocalResourc
 
 
 def test_the_suite_fails_a_test_when_ingest_may_not_read_the_claims_table(
-    tmp_path: Path,
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With the grant removed from template.yaml, the existing ingest test of a completed claim
-    fails, naming the action: the suite would have caught the missing grant."""
+    fails, naming the action: the suite would have caught the missing grant.
+
+    The ingest test runs in a pytest session of its own, with the suite's own plugins (the
+    guard's per-test check is what fails it) and its own moto server, but in this process
+    (pytester): a subprocess cost a Python start and every import again (about 9 s of CPU
+    instead of 6)."""
+    monkeypatch.chdir(ROOT)  # pytester made its own directory the current one
     (tmp_path / "template.yaml").write_text(
         yaml.safe_dump(without_ingest_claims_read(load_template()), sort_keys=False)
     )
@@ -135,22 +141,33 @@ def test_the_suite_fails_a_test_when_ingest_may_not_read_the_claims_table(
         "tests/integration/test_ingest.py"
         "::test_a_completed_claim_whose_lease_ended_is_never_taken_over"
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", test, "-q", "-p", "no:cacheprovider"],
-        cwd=ROOT,
-        env={
-            # One test's session: its report of unexercised grants is not the suite's.
-            **{k: v for k, v in os.environ.items() if k not in SUITE_REPORT_VARIABLES},
-            "JOBHOOKS_TEMPLATE": str(tmp_path / "template.yaml"),
-        },
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    monkeypatch.setenv("JOBHOOKS_TEMPLATE", str(tmp_path / "template.yaml"))
+    # One test's session: its report of unexercised grants is not the suite's.
+    for name in SUITE_REPORT_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    recorded = pytester.inline_run(
+        test,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        # The outer session's alarm and fault handler stay as they are.
+        "-p",
+        "no:timeout",
+        "-p",
+        "no:faulthandler",
+        f"--rootdir={ROOT}",
+        f"--basetemp={tmp_path / 'inner'}",
     )
-    assert result.returncode == 1, result.stdout[-3000:]
-    assert "IngestFunction may not dynamodb:GetItem on arn:aws:dynamodb:" in result.stdout
-    assert "table/jobhooks-ClaimsTable" in result.stdout
+    assert recorded.ret == pytest.ExitCode.TESTS_FAILED
+    # The guard's check fails the test at teardown, naming the refused call (the test's own
+    # assertion fails too, since ingest could not read the claim: that alone would prove
+    # nothing about the guard).
+    reports = recorded.getreports("pytest_runtest_logreport")
+    (refused,) = [r for r in reports if r.when == "teardown" and r.failed]
+    assert refused.nodeid == test
+    assert "requests that real AWS would refuse" in refused.longreprtext
+    assert "IngestFunction may not dynamodb:GetItem on arn:aws:dynamodb:" in refused.longreprtext
+    assert "table/jobhooks-ClaimsTable" in refused.longreprtext
 
 
 def test_every_allow_listed_grant_is_one_the_template_has_with_a_reason(

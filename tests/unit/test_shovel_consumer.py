@@ -47,6 +47,11 @@ class RecordingChannel:
     def basic_qos(self, prefetch_count: int) -> None:
         self.calls.append(("qos", prefetch_count))
 
+    def basic_consume(self, queue: str, on_message_callback: Any, auto_ack: bool) -> str:
+        assert not auto_ack
+        self.calls.append(("consume", queue))
+        return f"ctag-{len(self.calls)}"
+
     def basic_publish(self, exchange: str, routing_key: str, body: bytes, **kwargs: Any) -> None:
         if self.publish_error is not None:
             raise self.publish_error
@@ -60,6 +65,8 @@ def consumer(parking: RecordingChannel | None = None) -> tuple[VhostConsumer, Re
     subject._channel = channel  # type: ignore[assignment]
     subject._parking_channel = parking or channel  # type: ignore[assignment]
     subject._open_generation = 1
+    subject._consumer_tags = ["ctag-0"]
+    subject._registered_prefetch = SETTINGS.prefetch
     return subject, channel
 
 
@@ -126,18 +133,24 @@ def test_a_message_redelivered_past_the_limit_is_rejected_to_the_parking_queue()
 
 
 def test_after_a_failed_connection_the_prefetch_starts_at_one_and_grows_back() -> None:
+    # The broker fixes a consumer's prefetch when it is registered (a later basic.qos does not
+    # reach it), so growing means registering more consumers, each with the difference.
     subject, channel = consumer()
     subject._prefetch = 1
+    subject._registered_prefetch = 1
 
-    deliver(subject, 1, {"odd": Unprintable()})  # parked: one settled
-    deliver(subject, 2, {"odd": Unprintable()})
+    for tag in range(1, 60):
+        deliver(subject, tag, {"odd": Unprintable()})  # parked: one settled each time
 
-    assert [call for call in channel.calls if call[0] == "qos"] == [("qos", 2), ("qos", 3)]
-    subject._prefetch = 49
-    deliver(subject, 3, {"odd": Unprintable()})
-    deliver(subject, 4, {"odd": Unprintable()})
-    assert [call for call in channel.calls if call[0] == "qos"][-1] == ("qos", 50)
-    assert subject._prefetch == SETTINGS.prefetch
+    growth = [call for call in channel.calls if call[0] in ("qos", "consume")]
+    # Each step a qos for the next consumer, then that consumer; the allowed prefetch doubles.
+    assert growth == [
+        step
+        for prefetch in (1, 2, 4, 8, 16, 18)
+        for step in (("qos", prefetch), ("consume", SETTINGS.queue))
+    ]
+    assert subject._prefetch == subject._registered_prefetch == SETTINGS.prefetch
+    assert len(subject._consumer_tags) == 7
 
 
 def delivery(

@@ -319,10 +319,25 @@ def serve_api(
         port,
         (lambda _: handler)
         if handler is not None
-        else functools.partial(load_function_handler, template_path=template_path),
+        else _kept_warm(functools.partial(load_function_handler, template_path=template_path)),
         access_log=access_log,
         gateway=load_gateway(template_path, caller_arn=caller_arn),
     )
+
+
+def _kept_warm(load: Callable[[str], ApiHandler]) -> Callable[[str], ApiHandler]:
+    """Each function's handler found on its first request and kept after, as a warm Lambda
+    instance keeps its module (the module itself is imported once per process): finding it
+    reads template.yaml, tens of milliseconds of CPU that every request paid."""
+    warm: dict[str, ApiHandler] = {}
+
+    def handler_of(logical_id: str) -> ApiHandler:
+        found = warm.get(logical_id)
+        if found is None:
+            found = warm[logical_id] = load(logical_id)
+        return found
+
+    return handler_of
 
 
 def load_gateway(

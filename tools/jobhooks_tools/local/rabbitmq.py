@@ -239,6 +239,9 @@ class RabbitMQBroker:
     def restart(self, timeout: float = 60.0) -> None:
         self._private_node("restart").restart(timeout)
 
+    def restart_app(self, timeout: float = 60.0) -> None:
+        self._private_node("restart_app").restart_app(timeout)
+
     def add_vhost(self, vhost: str) -> str:
         return self._private_node("add_vhost").add_vhost(vhost)
 
@@ -341,6 +344,16 @@ class PrivateRabbitMQNode:
         self._stop_watchdog()
         self._stop_server(timeout=30.0)
         self.start(timeout)
+
+    def restart_app(self, timeout: float = 60.0) -> None:
+        """Stops the broker application and starts it again inside the running Erlang VM
+        (`rabbitmqctl stop_app`, `start_app`). A client sees what a restart shows it: its
+        connections closed by the broker (`CONNECTION_FORCED`, shutdown), the port refusing
+        connections, then the durable queues back with their messages (recovered from disk).
+        About 1.5 s of CPU instead of 4 for `restart()`, which also boots a new VM."""
+        self.rabbitmqctl("stop_app", timeout=timeout)
+        self.rabbitmqctl("start_app", timeout=timeout)
+        self._wait_until_running(timeout)
 
     # --- administration -------------------------------------------------------------------
 

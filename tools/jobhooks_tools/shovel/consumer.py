@@ -15,6 +15,13 @@ reading the frame) is prevented by the total field-table codec (amqp_fields) and
 delivery limits (topology, redeliveries). After a connection failed, the next one starts with a
 prefetch of 1 that grows with each settled delivery: a message that breaks connections is then
 the only one in flight when it does, and only it comes back (and reaches the limit).
+
+The broker fixes a consumer's prefetch when the consumer is registered: a later `basic.qos`
+applies only to consumers registered after it (RabbitMQ's per-consumer prefetch). So the prefetch
+grows by registering more consumers on the same channel, each with the difference, once the
+allowed prefetch has doubled (about eight consumers from 1 to 200). Cancelling the first one
+instead would make pika requeue its deliveries not yet handed to us, and a requeue counts
+toward the delivery limit.
 """
 
 from __future__ import annotations
@@ -105,7 +112,9 @@ class VhostConsumer(threading.Thread):
         self._connection: BlockingConnection | None = None
         self._channel: BlockingChannel | None = None
         self._parking_channel: BlockingChannel | None = None
-        self._consumer_tag: str | None = None
+        # The consumers registered on the current channel, and the sum of their prefetches.
+        self._consumer_tags: list[str] = []
+        self._registered_prefetch = 0
         self._broker_cancelled = False
         self._generation = 0
         self._open_generation = -1
@@ -208,16 +217,13 @@ class VhostConsumer(threading.Thread):
             channel = connection.channel()
             parking_channel = connection.channel()
             parking_channel.confirm_delivery()
-            channel.basic_qos(prefetch_count=self._prefetch)
             channel.add_on_cancel_callback(self._on_broker_cancel)
             self._generation += 1
             self._channel, self._parking_channel = channel, parking_channel
             self._broker_cancelled = False
             self._open_generation = self._generation
             if not self._stop_consuming.is_set():
-                self._consumer_tag = channel.basic_consume(
-                    self.settings.queue, self._on_message, auto_ack=False
-                )
+                self._register_consumer(channel, self._prefetch)
                 self._idle.clear()
                 self.state = ConsumerState.CONSUMING
                 self.consuming.set()
@@ -236,12 +242,13 @@ class VhostConsumer(threading.Thread):
                 connection.process_data_events(time_limit=_POLL_SECONDS)
                 if self._broker_cancelled:
                     raise _ConsumerCancelledError("the broker cancelled the consumer")
-                if self._stop_consuming.is_set() and self._consumer_tag is not None:
-                    channel.basic_cancel(self._consumer_tag)
-                    self._consumer_tag = None
+                if self._stop_consuming.is_set() and self._consumer_tags:
+                    for tag in self._consumer_tags:
+                        channel.basic_cancel(tag)
+                    self._consumer_tags = []
                     self.state = ConsumerState.DRAINING
                     log_event(log, logging.INFO, "amqp_consumer_cancelled", vhost=self.vhost)
-                if self._consumer_tag is None:
+                if not self._consumer_tags:
                     self._idle.set()
                 if self._closing.is_set():
                     # Run the acks that were requested last, then close.
@@ -287,7 +294,8 @@ class VhostConsumer(threading.Thread):
     def _release_connection(self, connection: BlockingConnection) -> None:
         """After the connection closed or broke: its deliveries will be redelivered."""
         self._open_generation = -1
-        self._consumer_tag = None
+        self._consumer_tags = []
+        self._registered_prefetch = 0
         self._channel = self._parking_channel = None
         self._connection = None
         self._idle.set()
@@ -436,7 +444,32 @@ class VhostConsumer(threading.Thread):
             self._redeliveries.forget(delivery)
         if self._prefetch < self.settings.prefetch and self._channel is not None:
             self._prefetch = min(self.settings.prefetch, self._prefetch + len(deliveries))
-            self._channel.basic_qos(prefetch_count=self._prefetch)
+            if (
+                self._consumer_tags
+                and not self._stop_consuming.is_set()
+                and (
+                    self._prefetch == self.settings.prefetch
+                    or self._prefetch >= 2 * self._registered_prefetch
+                )
+            ):
+                self._register_consumer(self._channel, self._prefetch - self._registered_prefetch)
+                if self._prefetch == self.settings.prefetch:
+                    log_event(
+                        log,
+                        logging.INFO,
+                        "amqp_prefetch_restored",
+                        vhost=self.vhost,
+                        prefetch=self._prefetch,
+                        consumers=len(self._consumer_tags),
+                    )
+
+    def _register_consumer(self, channel: BlockingChannel, prefetch: int) -> None:
+        """One more consumer on `channel`, allowed `prefetch` unacked deliveries of its own."""
+        channel.basic_qos(prefetch_count=prefetch)
+        self._consumer_tags.append(
+            channel.basic_consume(self.settings.queue, self._on_message, auto_ack=False)
+        )
+        self._registered_prefetch += prefetch
 
     def _ack(self, deliveries: list[PendingDelivery]) -> None:
         try:
