@@ -127,12 +127,18 @@ def _keeping_backends(places: Iterable[_Place]) -> dict[int, Any]:
     return memo
 
 
-def _loaded_places() -> list[_Place]:
+def _loaded_services() -> list[Any]:
+    """moto's list of the services in use (BackendDict instances), the one its reset empties."""
     from moto.core.base_backend import BackendDict
 
+    loaded: list[Any] = BackendDict._instances  # type: ignore[misc]
+    return loaded
+
+
+def _loaded_places() -> list[_Place]:
     return [
         _Place(services, account_id, account, region, backend)
-        for services in BackendDict._instances
+        for services in _loaded_services()
         for account_id, account in list(services.items())
         for region, backend in list(account.items())
     ]
@@ -168,7 +174,6 @@ class Snapshots:
 
     def restore(self, name: str) -> bool:
         """Put every service back as snapshot `name` found it; False if there is no such one."""
-        from moto.core.base_backend import BackendDict
         from moto.core.model_instances import reset_model_data
 
         snapshot = self._taken.get(name)
@@ -182,17 +187,18 @@ class Snapshots:
             for place in _loaded_places():
                 if id(place.backend) not in kept:
                     place.backend.reset()
-            for services in BackendDict._instances:
+            loaded = _loaded_services()
+            for services in loaded:
                 for account in services.values():
                     dict.clear(account)
                 dict.clear(services)
-            BackendDict._instances.clear()
+            loaded.clear()
             for place, state in zip(snapshot.places, states, strict=True):
                 dict.__setitem__(place.services, place.account_id, place.account)
                 dict.__setitem__(place.account, place.region, place.backend)
                 place.backend.__dict__ = state
-                if place.services not in BackendDict._instances:
-                    BackendDict._instances.append(place.services)
+                if place.services not in loaded:
+                    loaded.append(place.services)
             # moto's list of model instances for its dashboard, as its reset clears it.
             reset_model_data()
         return True
@@ -238,7 +244,7 @@ def serve_snapshots() -> None:
                 return answer
             return super().__call__(environ, start_response)
 
-    moto.server.DomainDispatcherApplication = WithSnapshots  # type: ignore[misc]
+    moto.server.DomainDispatcherApplication = WithSnapshots  # type: ignore[attr-defined,misc]
 
 
 def main() -> int:
