@@ -45,9 +45,11 @@ from jobhooks.management.settings import ManagementSettings, RedriveMethod
 from jobhooks.subscriptions import Subscription
 from jobhooks.subscriptions.store import SubscriptionStore
 from jobhooks_tools.local.event_source import BatchStats, SqsEventSource
-from jobhooks_tools.local.moto_server import MotoServer, local_aws_environment
+from jobhooks_tools.local.moto_server import local_aws_environment
 from jobhooks_tools.local.template import LocalResources, load_template, provision
 from jobhooks_tools.sample_events import SOURCE, SampleEvent, demo_key, make_job_event, re_emit
+
+from tests.fixtures.stack import ProvisionedStacks
 
 APP = Path(__file__).resolve().parents[2] / "functions" / "ingest" / "app.py"
 NEW_KEY = HmacKey(bytes.fromhex("11" * 32))
@@ -300,28 +302,38 @@ def ingest_app() -> ModuleType:
         return module
 
 
-@contextmanager
-def provisioned_stack(moto_server: MotoServer) -> Iterator[LocalResources]:
-    """template.yaml's resources, created once for a test module.
+# The stack these modules test ingest on: template.yaml's defaults and the demo key.
+INGEST_STACK = "ingest"
 
-    The shared `stack` fixture resets moto and provisions again for every test, which costs
-    1-4 s here; these modules provision once with the same `provision()` and empty the tables
-    and queues between tests instead (`open_bridge`).
-    """
+
+def fresh_ingest_stack(stacks: ProvisionedStacks) -> LocalResources:
+    """template.yaml's resources as a fresh provision leaves them (tests/fixtures/stack.py)."""
+    return stacks.fresh(
+        INGEST_STACK,
+        lambda: provision(fetcher_keys=[demo_key().hex], endpoint_url=stacks.server.endpoint_url),
+    )
+
+
+@contextmanager
+def provisioned_stack(stacks: ProvisionedStacks) -> Iterator[LocalResources]:
+    """template.yaml's resources, for a test module; each test starts from them as they were
+    provisioned (`open_bridge`)."""
     with pytest.MonkeyPatch.context() as monkeypatch:
-        for name, value in local_aws_environment(moto_server.endpoint_url).items():
+        for name, value in local_aws_environment(stacks.server.endpoint_url).items():
             monkeypatch.setenv(name, value)
-        moto_server.reset()
-        yield provision(fetcher_keys=[demo_key().hex], endpoint_url=moto_server.endpoint_url)
+        yield fresh_ingest_stack(stacks)
 
 
 @contextmanager
 def open_bridge(
-    stack: LocalResources, moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch
+    stack: LocalResources, stacks: ProvisionedStacks, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Bridge]:
     """An empty stack, its environment, and the handler on fresh clients with fault hooks."""
-    for name, value in local_aws_environment(moto_server.endpoint_url).items():
+    for name, value in local_aws_environment(stacks.server.endpoint_url).items():
         monkeypatch.setenv(name, value)
+    # Empty tables and queues, the template's queue attributes, the demo key: moto put back as
+    # the provision left it, whatever the last test changed.
+    assert fresh_ingest_stack(stacks) == stack
     for name, value in stack.environment().items():
         monkeypatch.setenv(name, value)
     # These tests are about the claim, the fan-out to the delivery queue and the completion:
@@ -329,7 +341,6 @@ def open_bridge(
     # attempts have their own tests (test_ingest_first_attempts.py).
     monkeypatch.setenv("JOBHOOKS_FIRST_ATTEMPT_SECONDS", "0")
     mine = boto3.session.Session()
-    _empty(stack, mine)
     # The handler builds its clients from boto3's default session: a fresh one per test, with
     # the fault hook registered before any client exists.
     session = boto3.session.Session()
@@ -349,54 +360,19 @@ def open_bridge(
         ingest_service.cache_clear()
 
 
-def _empty(stack: LocalResources, session: boto3.session.Session) -> None:
-    sqs, dynamodb = session.client("sqs"), session.client("dynamodb")
-    resources = load_template()["Resources"]
-    queues = [name for name, kind in stack.types.items() if kind == "AWS::SQS::Queue"]
-    # Deleted and provisioned again rather than purged: moto allows one PurgeQueue per queue a
-    # minute, as SQS does, and a purge would not reach messages left in flight anyway.
-    for logical_id in queues:
-        sqs.delete_queue(QueueUrl=stack.refs[logical_id])
-    provision(fetcher_keys=[demo_key().hex], endpoint_url=stack.endpoint_url)
-    for logical_id, resource_type in stack.types.items():
-        if resource_type == "AWS::DynamoDB::Table":
-            table = stack.refs[logical_id]
-            schema = resources[logical_id]["Properties"]["KeySchema"]
-            names = ", ".join(key["AttributeName"] for key in schema)
-            for page in dynamodb.get_paginator("scan").paginate(
-                TableName=table, ProjectionExpression=names
-            ):
-                for start in range(0, len(page["Items"]), 25):
-                    dynamodb.batch_write_item(
-                        RequestItems={
-                            table: [
-                                {"DeleteRequest": {"Key": key}}
-                                for key in page["Items"][start : start + 25]
-                            ]
-                        }
-                    )
-    sqs.set_queue_attributes(
-        QueueUrl=stack.queue_url("IngestQueue"),
-        Attributes={
-            "VisibilityTimeout": str(resources["IngestQueue"]["Properties"]["VisibilityTimeout"])
-        },
-    )
-    session.client("secretsmanager").put_secret_value(
-        SecretId=stack.refs["FetcherKeysSecret"], SecretString=demo_key().hex
-    )
-
-
 @pytest.fixture(scope="module")
-def ingest_stack(moto_server: MotoServer) -> Iterator[LocalResources]:
-    with provisioned_stack(moto_server) as stack:
+def ingest_stack(provisioned_stacks: ProvisionedStacks) -> Iterator[LocalResources]:
+    with provisioned_stack(provisioned_stacks) as stack:
         yield stack
 
 
 @pytest.fixture
 def bridge(
-    ingest_stack: LocalResources, moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch
+    ingest_stack: LocalResources,
+    provisioned_stacks: ProvisionedStacks,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[Bridge]:
-    with open_bridge(ingest_stack, moto_server, monkeypatch) as opened:
+    with open_bridge(ingest_stack, provisioned_stacks, monkeypatch) as opened:
         yield opened
 
 

@@ -25,10 +25,10 @@ from jobhooks.ingest.service import IngestService
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.wiring import build_ingest_service
 from jobhooks.storage.exceptions import InvalidCursorError
-from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import LocalResources
 from jobhooks_tools.sample_events import demo_key, make_job_event, re_emit
 
+from tests.fixtures.stack import ProvisionedStacks
 from tests.integration.test_ingest import (
     NEW_KEY,
     Bridge,
@@ -40,16 +40,18 @@ from tests.integration.test_ingest import (
 
 
 @pytest.fixture(scope="module")
-def ingest_stack(moto_server: MotoServer) -> Iterator[LocalResources]:
-    with provisioned_stack(moto_server) as stack:
+def ingest_stack(provisioned_stacks: ProvisionedStacks) -> Iterator[LocalResources]:
+    with provisioned_stack(provisioned_stacks) as stack:
         yield stack
 
 
 @pytest.fixture
 def bridge(
-    ingest_stack: LocalResources, moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch
+    ingest_stack: LocalResources,
+    provisioned_stacks: ProvisionedStacks,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[Bridge]:
-    with open_bridge(ingest_stack, moto_server, monkeypatch) as opened:
+    with open_bridge(ingest_stack, provisioned_stacks, monkeypatch) as opened:
         yield opened
 
 

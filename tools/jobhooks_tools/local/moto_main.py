@@ -13,15 +13,34 @@ that adding a message takes: a message sent while another is deleted from the sa
 vanish (a shovel test saw 3 of 1,000 acknowledged messages never arrive). Adding and deleting
 take one lock here. Receiving keeps moto's threads: a long poll waits without holding it.
 
+A snapshot of moto's whole state can be taken and put back (`POST /moto-api/jobhooks/snapshot/NAME`,
+`POST /moto-api/jobhooks/restore/NAME`): the tests provision template.yaml once per server, take
+a snapshot, and restore it before each test instead of resetting moto and provisioning again
+(about 0.5 s of the server's CPU and more of the test process's per test; a restore costs
+milliseconds). A restore puts back every service's state as the snapshot found it, not only the
+data: a queue attribute changed, a table deleted, a key rotated or a resource added by the last
+test is undone too, and services the snapshot did not use are reset as moto's own reset does.
+
 Run as `python -m jobhooks_tools.local.moto_main -H HOST -p PORT` (moto_server's arguments).
 """
 
 from __future__ import annotations
 
+import copy
+import copyreg
 import functools
+import json
 import sys
 import threading
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any
+
+# Held by every DynamoDB request, and by a snapshot or a restore.
+_DYNAMODB_LOCK = threading.Lock()
+# Held while a message is added to or deleted from an SQS queue, and by a snapshot or a restore.
+_SQS_QUEUE_LOCK = threading.RLock()
 
 
 def serialize_dynamodb() -> None:
@@ -31,11 +50,10 @@ def serialize_dynamodb() -> None:
     if getattr(DynamoHandler.call_action, "_jobhooks_serialized", False):
         return
     answer = DynamoHandler.call_action
-    lock = threading.Lock()
 
     @functools.wraps(answer)
     def one_at_a_time(self: Any) -> Any:
-        with lock:
+        with _DYNAMODB_LOCK:
             return answer(self)
 
     one_at_a_time._jobhooks_serialized = True  # type: ignore[attr-defined]
@@ -48,7 +66,7 @@ def serialize_sqs_queue_writes() -> None:
 
     if getattr(Queue.delete_message, "_jobhooks_serialized", False):
         return
-    lock = threading.RLock()
+    lock = _SQS_QUEUE_LOCK
     for name in ("add_message", "delete_message"):
         change = getattr(Queue, name)
 
@@ -61,11 +79,180 @@ def serialize_sqs_queue_writes() -> None:
         setattr(Queue, name, under_lock)
 
 
+# ------------------------------------------------------------------------------ snapshots
+
+SNAPSHOT_PATH = "/moto-api/jobhooks/snapshot/"
+RESTORE_PATH = "/moto-api/jobhooks/restore/"
+
+
+def _copyable_locks() -> None:
+    """A copy of a model gets locks of its own, unlocked: a lock guards the object that holds
+    it (moto's SQS queue has a Condition its long polls wait on), never its copy. Without this,
+    copying a queue fails (a lock cannot be copied); copying a Condition field by field would
+    give the copy the original's bound `acquire`."""
+    copyreg.pickle(threading.Condition, lambda _condition: (threading.Condition, ()))
+    copyreg.pickle(type(threading.Lock()), lambda _lock: (threading.Lock, ()))
+    copyreg.pickle(type(threading.RLock()), lambda _lock: (threading.RLock, ()))
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where one region's backend of one service lives in moto: BackendDict[account][region]."""
+
+    services: Any  # moto.core.base_backend.BackendDict
+    account_id: str
+    account: Any  # moto.core.base_backend.AccountSpecificBackend
+    region: str
+    backend: Any  # moto.core.base_backend.BaseBackend
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    places: tuple[_Place, ...]
+    # Each place's backend.__dict__, deep-copied in one go (a model that refers to another,
+    # such as a queue to its dead-letter queue, still does in every copy).
+    states: tuple[dict[str, Any], ...]
+
+    def states_copied(self) -> list[dict[str, Any]]:
+        return copy.deepcopy(list(self.states), _keeping_backends(self.places))
+
+
+def _keeping_backends(places: Iterable[_Place]) -> dict[int, Any]:
+    """A deepcopy memo under which moto's backend containers are never copied: a model that
+    refers to its backend refers to the live one."""
+    memo: dict[int, Any] = {}
+    for place in places:
+        for kept in (place.services, place.account, place.backend):
+            memo[id(kept)] = kept
+    return memo
+
+
+def _loaded_services() -> list[Any]:
+    """moto's list of the services in use (BackendDict instances), the one its reset empties."""
+    from moto.core.base_backend import BackendDict
+
+    loaded: list[Any] = BackendDict._instances  # type: ignore[misc]
+    return loaded
+
+
+def _loaded_places() -> list[_Place]:
+    return [
+        _Place(services, account_id, account, region, backend)
+        for services in _loaded_services()
+        for account_id, account in list(services.items())
+        for region, backend in list(account.items())
+    ]
+
+
+def _quiet() -> ExitStack:
+    """Every lock a request changes state under, then moto's backend lock: no request is half
+    way through a change while the state is copied or put back. The order is the one requests
+    take them in (a DynamoDB request may create a backend under the backend lock)."""
+    from moto.core.base_backend import backend_lock
+
+    held = ExitStack()
+    for lock in (_DYNAMODB_LOCK, _SQS_QUEUE_LOCK, backend_lock):
+        held.enter_context(lock)
+    return held
+
+
+class Snapshots:
+    """moto's state by name, taken and put back in this process (module docstring)."""
+
+    def __init__(self) -> None:
+        self._taken: dict[str, _Snapshot] = {}
+
+    def take(self, name: str) -> int:
+        """Keep the current state of every loaded service as `name`; how many backends."""
+        with _quiet():
+            places = tuple(_loaded_places())
+            states = copy.deepcopy(
+                [place.backend.__dict__ for place in places], _keeping_backends(places)
+            )
+            self._taken[name] = _Snapshot(places, tuple(states))
+        return len(places)
+
+    def restore(self, name: str) -> bool:
+        """Put every service back as snapshot `name` found it; False if there is no such one."""
+        from moto.core.model_instances import reset_model_data
+
+        snapshot = self._taken.get(name)
+        if snapshot is None:
+            return False
+        kept = {id(place.backend) for place in snapshot.places}
+        with _quiet():
+            states = snapshot.states_copied()
+            # What moto's reset does to a backend the snapshot does not have (a service or a
+            # region first used since): reset it, which also ends whatever it runs, and drop it.
+            for place in _loaded_places():
+                if id(place.backend) not in kept:
+                    place.backend.reset()
+            loaded = _loaded_services()
+            for services in loaded:
+                for account in services.values():
+                    dict.clear(account)
+                dict.clear(services)
+            loaded.clear()
+            for place, state in zip(snapshot.places, states, strict=True):
+                dict.__setitem__(place.services, place.account_id, place.account)
+                dict.__setitem__(place.account, place.region, place.backend)
+                place.backend.__dict__ = state
+                if place.services not in loaded:
+                    loaded.append(place.services)
+            # moto's list of model instances for its dashboard, as its reset clears it.
+            reset_model_data()
+        return True
+
+
+def answer_snapshot_request(
+    environ: dict[str, Any], start_response: Callable[..., Any], snapshots: Snapshots
+) -> list[bytes] | None:
+    """The answer to a snapshot or restore request; None for any other request (moto's)."""
+    path = str(environ.get("PATH_INFO", ""))
+    for prefix, act in ((SNAPSHOT_PATH, snapshots.take), (RESTORE_PATH, snapshots.restore)):
+        if not path.startswith(prefix):
+            continue
+        name = path[len(prefix) :]
+        if environ.get("REQUEST_METHOD") != "POST" or not name:
+            return _json(start_response, "400 Bad Request", {"error": f"POST {prefix}NAME"})
+        if act(name) is False:
+            return _json(start_response, "404 Not Found", {"error": f"no snapshot {name}"})
+        return _json(start_response, "200 OK", {"snapshot": name})
+    return None
+
+
+def _json(start_response: Callable[..., Any], status: str, body: dict[str, Any]) -> list[bytes]:
+    encoded = json.dumps(body).encode()
+    start_response(
+        status, [("Content-Type", "application/json"), ("Content-Length", str(len(encoded)))]
+    )
+    return [encoded]
+
+
+def serve_snapshots() -> None:
+    """Make moto's server (moto.server.main) answer the snapshot and restore requests."""
+    import moto.server
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+    _copyable_locks()
+    snapshots = Snapshots()
+
+    class WithSnapshots(DomainDispatcherApplication):  # type: ignore[misc]
+        def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+            answer = answer_snapshot_request(environ, start_response, snapshots)
+            if answer is not None:
+                return answer
+            return super().__call__(environ, start_response)
+
+    moto.server.DomainDispatcherApplication = WithSnapshots  # type: ignore[attr-defined,misc]
+
+
 def main() -> int:
     from moto.server import main as moto_main
 
     serialize_dynamodb()
     serialize_sqs_queue_writes()
+    serve_snapshots()
     moto_main(sys.argv[1:])
     return 0
 

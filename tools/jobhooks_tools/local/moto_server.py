@@ -1,7 +1,9 @@
 """moto's server as a child process: the local stand-in for SQS, DynamoDB, KMS and Secrets Manager.
 
 It runs through `moto_main`, which answers DynamoDB's requests one at a time so that its
-conditional writes are atomic, as DynamoDB's are.
+conditional writes are atomic, as DynamoDB's are, and can take a snapshot of its whole state and
+put it back (`snapshot`, `restore`): the tests provision template.yaml once and restore it
+before each test.
 
 A child process rather than moto's in-process thread: the handlers under test then pay real HTTP
 round trips, and the emulator can be stopped to play an AWS outage.
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 
@@ -83,8 +86,28 @@ class MotoServer:
         raise RuntimeError(f"moto_server did not answer on {self.endpoint_url} within {timeout}s")
 
     def reset(self) -> None:
-        request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")  # noqa: S310
-        with urllib.request.urlopen(request, timeout=10):  # noqa: S310 - our own loopback URL
+        """Every service empty, as moto starts."""
+        self._post("/moto-api/reset")
+
+    def snapshot(self, name: str) -> None:
+        """Keep moto's whole state as it is now, under `name` (replacing an older one)."""
+        self._post(f"/moto-api/jobhooks/snapshot/{urllib.parse.quote(name, safe='')}")
+
+    def restore(self, name: str) -> bool:
+        """Put moto's whole state back as snapshot `name` found it: every resource, attribute
+        and item as it was, whatever was changed, deleted or created since. False when the
+        server has no such snapshot (it was never taken, or the server was started again)."""
+        try:
+            self._post(f"/moto-api/jobhooks/restore/{urllib.parse.quote(name, safe='')}")
+        except urllib.error.HTTPError as error:
+            if error.code == 404:
+                return False
+            raise
+        return True
+
+    def _post(self, path: str) -> None:
+        request = urllib.request.Request(f"{self.endpoint_url}{path}", method="POST")  # noqa: S310
+        with urllib.request.urlopen(request, timeout=30):  # noqa: S310 - our own loopback URL
             pass
 
     def stop(self) -> None:

@@ -318,11 +318,18 @@ def provision(
         checkout=Path(checkout),
     )
     resources = provisioner.run()
-    # From now on the functions of this process call AWS as these principals (a newer
-    # provision of the same template replaces them).
+    use_roles(resources)
+    return resources
+
+
+def use_roles(resources: LocalResources) -> None:
+    """From now on the functions of this process call AWS as the principals of `resources`
+    (the IAM guard, jobhooks_tools.local.iam). `provision` does it; a stack put back as it was
+    provisioned (the tests restore a snapshot of moto instead of provisioning again) does it
+    again, since another stack's principals may have been used since."""
     iam_guard.use(
         resources.principals.values(),
-        endpoint_url=endpoint,
+        endpoint_url=resources.endpoint_url,
         secret_arns={
             resources.names[k]: arn
             for k, arn in resources.refs.items()
@@ -334,7 +341,6 @@ def provision(
             if resources.types[k] == KEY_TYPE
         },
     )
-    return resources
 
 
 @dataclass
