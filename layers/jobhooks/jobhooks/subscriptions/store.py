@@ -18,7 +18,6 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from jobhooks.endpoint_health.model import HEALTHY
 from jobhooks.endpoint_health.store import health_attributes, health_from_item
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped
@@ -383,8 +382,9 @@ class SubscriptionStore:
                     DISABLED_BY_TENANT if new_status is SubscriptionStatus.DISABLED else None
                 )
                 if new_status is SubscriptionStatus.ACTIVE:
-                    # Re-enabled: its past failures no longer count (nor toward auto-disable).
-                    update["health"] = HEALTHY
+                    # Re-enabled: its past failures no longer count (nor toward auto-disable);
+                    # a notification it owes is still sent (`endpoint_health.owed`).
+                    update["health"] = current.health.re_enabled()
             return current.model_copy(update=update) if update else current
 
         return self._mutate(subscription_id, tenant_id, apply)
