@@ -67,7 +67,16 @@ from jobhooks.subscriptions.model import EventType, Subscription
 _log = logging.getLogger("jobhooks.endpoint_health")
 
 
-class HealthWrites(Protocol):
+class OwedWrites(Protocol):
+    """Where owed notifications are kept (`store.HealthRecords`; the management functions use
+    `SubscriptionStore`, whose whole-item writes they are granted)."""
+
+    def owe(self, subscription_id: str, notification: OwedNotification) -> bool: ...
+
+    def sent_owed(self, subscription_id: str, notification: OwedNotification) -> bool: ...
+
+
+class HealthWrites(OwedWrites, Protocol):
     """What the observer writes (`store.HealthRecords`)."""
 
     def record_failure(
@@ -77,10 +86,6 @@ class HealthWrites(Protocol):
     def mark_failing(self, subscription_id: str, failing_after: int) -> bool: ...
 
     def clear_after_success(self, subscription_id: str) -> EndpointHealth | None: ...
-
-    def owe(self, subscription_id: str, notification: OwedNotification) -> bool: ...
-
-    def sent_owed(self, subscription_id: str, notification: OwedNotification) -> bool: ...
 
 
 class Disabler(Protocol):
@@ -313,7 +318,7 @@ class EndpointHealthObserver:
 
 
 def send_owed(
-    records: HealthWrites, notifier: Notify, subscription_id: str, owed: OwedNotification
+    records: OwedWrites, notifier: Notify, subscription_id: str, owed: OwedNotification
 ) -> bool:
     """Send one owed notification again (same key and time), then remove it from the item;
     False when it could not be sent (it stays owed)."""
@@ -338,9 +343,7 @@ def send_owed(
     return True
 
 
-def send_everything_owed(
-    records: HealthWrites, notifier: Notify, subscription: Subscription
-) -> int:
+def send_everything_owed(records: OwedWrites, notifier: Notify, subscription: Subscription) -> int:
     """Send what `subscription` (as read) owes, oldest first (no memo: a one-off caller, such
     as `recover`); how many went out."""
     return sum(
@@ -350,7 +353,7 @@ def send_everything_owed(
     )
 
 
-def owe_notification(records: HealthWrites, notification: OwedNotification) -> None:
+def owe_notification(records: OwedWrites, notification: OwedNotification) -> None:
     """Keep a notification whose sending failed on the item of the endpoint it is about."""
     about = notification.about_subscription
     assert about is not None, "an endpoint notification is about an endpoint"

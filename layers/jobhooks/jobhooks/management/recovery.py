@@ -53,10 +53,8 @@ def _send_owed_notifications(context: ManagementContext, subscription: Subscript
     """What the endpoint owes its tenant's notification endpoints (an `endpoint.disabled`
     whose enqueue failed, say) goes out before its outage is sent again."""
     from jobhooks.endpoint_health.observer import send_everything_owed
-    from jobhooks.endpoint_health.store import HealthRecords
 
-    records = HealthRecords(context.settings.subscriptions_table, context.dynamodb)
-    send_everything_owed(records, context.notifier, subscription)
+    send_everything_owed(context.subscriptions, context.notifier, subscription)
 
 
 def parse_since(text: str, now: datetime) -> datetime:

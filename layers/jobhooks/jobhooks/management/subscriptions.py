@@ -115,7 +115,6 @@ def disable_by_operator(
     from jobhooks.endpoint_health.disabled import DisableCause, disabled_data, disabled_key
     from jobhooks.endpoint_health.observer import owe_notification
     from jobhooks.endpoint_health.owed import OwedNotification
-    from jobhooks.endpoint_health.store import HealthRecords
     from jobhooks.notifications.exceptions import NotificationNotSentError
     from jobhooks.subscriptions.store import DISABLED_BY_TENANT
 
@@ -134,7 +133,7 @@ def disable_by_operator(
     except Exception as error:  # the disable stands; the notification is kept, not lost
         sent_at = error.at if isinstance(error, NotificationNotSentError) else None
         owe_notification(
-            HealthRecords(context.settings.subscriptions_table, context.dynamodb),
+            context.subscriptions,
             OwedNotification(
                 tenant_id=disabled.tenant_id,
                 type="endpoint.disabled",
