@@ -138,9 +138,11 @@ def test_demo_shows_delivery_dedup_and_quarantine_then_ctrl_c_stops_everything(
 
 
 def test_sigterm_stops_everything_cleanly(dev_amqp_url: str) -> None:
-    dev = DevCommand("--amqp-url", dev_amqp_url)
+    dev = DevCommand("--amqp-url", dev_amqp_url, "--alert-interval", "7")
     try:
         aws = dev.wait_for(r"local AWS\s+(http://\S+)").group(1)
+        # The job-health rules' schedule, as --alert-interval set it.
+        dev.wait_for(r"AlertsFunction\s+timeout \d+ s, \d+ MB, every 7 s \(job-health")
         dev.wait_for(r"waiting for events")
     finally:
         code = dev.stop(signal.SIGTERM)

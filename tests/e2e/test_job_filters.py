@@ -14,10 +14,11 @@ from datetime import UTC, datetime
 import pytest
 from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.webhook_signature import webhook_id_for
+from jobhooks_tools.local.analytics.files import row_files
 from jobhooks_tools.publisher import SamplePublication
 from jobhooks_tools.sample_events import completed_body, demo_key, failed_body, make_job_event
 
-from tests.e2e.harness import Bridge, unique_tenant
+from tests.e2e.harness import Bridge, unique_tenant, wait_until
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
@@ -72,6 +73,20 @@ def test_a_filtered_subscription_gets_only_its_jobs(bridge: Bridge) -> None:
         for webhook in bridge.successes(subscription):
             assert webhook.verified, webhook  # the receiver checked the signature
             assert json.loads(webhook.body)["data"]["account_id"] == tenant
+    # What a filter kept from a subscription is still an analytics row, once.
+    published = sorted(p.event_id for published in events.values() for p in published)
+    wait_until(lambda: analytics_rows(bridge, published) == published, "every event a row")
+
+
+def analytics_rows(bridge: Bridge, event_ids: list[str]) -> list[str]:
+    """The written analytics rows of these events, by event id (sorted, repeats kept)."""
+    wanted = set(event_ids)
+    return sorted(
+        row["event_id"]
+        for path in row_files(bridge.stack.analytics_dir)
+        for row in map(json.loads, path.read_text().splitlines())
+        if row["event_id"] in wanted
+    )
 
 
 def test_clearing_the_filter_delivers_every_job_again(bridge: Bridge) -> None:

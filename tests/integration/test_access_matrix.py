@@ -443,3 +443,47 @@ def test_no_form_of_a_bound_principal_reads_another_tenant_or_operates(
     # Still the acme principal it is: its own tenant's data is there.
     assert own.status == 200
     assert [s["subscription_id"] for s in own.body["subscriptions"]] == [world.subscription_id]
+
+
+def test_a_notifications_delivery_is_shown_to_its_own_tenant_only(world: World) -> None:
+    """A notification's delivery (`endpoint.disabled`, sent by the API when acme's endpoint is
+    disabled) is read like any other: by the operator, acme's bound principal and acme's portal
+    session, with its attempts; not found for globex's."""
+    from tests.integration.api_support import OPERATOR_ARN
+
+    notified = world.api.post(
+        "/v1/subscriptions",
+        {"tenant_id": "acme", "url": world.receiver.url, "event_types": ["endpoint.disabled"]},
+    ).body["subscription_id"]
+    disabled = world.api.patch(f"/v1/subscriptions/{world.subscription()}", {"status": "disabled"})
+    assert disabled.status == 200, disabled.text
+    world.bridge.deliver()
+    (listed,) = world.api.get("/v1/deliveries", subscription_id=notified).body["deliveries"]
+    assert (listed["event_type"], listed["status"]) == ("endpoint.disabled", "succeeded")
+    path = f"/v1/deliveries/{listed['delivery_id']}"
+
+    answers = {
+        caller: InProcessApi(world.api.module, caller_arn=arn).get(path)
+        for caller, arn in (
+            ("operator", OPERATOR_ARN),
+            ("bound", BOUND_ACME),
+            ("other", BOUND_GLOBEX),
+        )
+    }
+    assert {caller: answer.status for caller, answer in answers.items()} == {
+        "operator": 200,
+        "bound": 200,
+        "other": 404,
+    }
+    shown = answers["bound"].body
+    assert (shown["tenant_id"], shown["subscription_id"]) == ("acme", notified)
+    assert [attempt["status_code"] for attempt in shown["attempts"]] == [200]
+    assert "acme" not in answers["other"].text
+
+    portal = gateway_api()
+    for tenant, status in (("acme", 200), ("globex", 404)):
+        cookie = ("cookie", f"__Host-jobhooks-portal={fresh_session_token(tenant)}")
+        answer = portal.call(
+            "GET", f"/portal/api/deliveries/{listed['delivery_id']}", headers=[cookie]
+        )
+        assert answer.status == status, answer.text

@@ -233,3 +233,58 @@ def test_a_cursor_of_another_subscription_or_since_is_refused(
     ):
         assert answer.status == 422, answer.text
         assert answer.error["code"] == "invalid_cursor"
+
+
+def test_an_operators_disable_whose_notification_was_refused_is_kept_and_sent_by_recover(
+    bridge: Bridge, receiver: Receiver
+) -> None:
+    """The API keeps the `endpoint.disabled` it could not enqueue on the endpoint's item (its
+    whole-item write: the function has no UpdateItem there), and recover sends it first."""
+    from jobhooks.notifications.notifier import Notifier
+
+    class RefusingQueue:
+        def enqueue(self, event_id: str, tasks: Any) -> int:
+            raise RuntimeError("SQS is down")
+
+    inbox = Receiver()
+    api = InProcessApi()
+    try:
+        with use_context(api.module, allow_private_webhooks=True) as context:
+            created = api.post(
+                "/v1/subscriptions",
+                {"tenant_id": "acme", "url": inbox.url, "event_types": ["endpoint.disabled"]},
+            )
+            notified_secret = created.body["secret"]
+            subscription_id, _ = subscribe(api, "acme", receiver.url)
+            # The API's notifier, with a delivery queue that refuses (a cached property).
+            context.__dict__["notifier"] = Notifier(
+                subscriptions=context.subscriptions, deliveries=RefusingQueue()
+            )
+            path = f"/v1/subscriptions/{subscription_id}"
+            disabled = api.patch(path, {"status": "disabled"})
+            assert disabled.status == 200, disabled.text
+            del context.__dict__["notifier"]
+            [owed] = context.subscriptions.get(subscription_id).health.owed
+            assert (owed.type, owed.data["reason"]) == ("endpoint.disabled", "operator")
+            shown = api.get(path).body
+            assert shown["updated_at"] == disabled.body["updated_at"]  # kept, not an update
+            assert bridge.deliver().succeeded == 0  # nothing was enqueued
+
+            api.patch(path, {"status": "active"})
+            since = format_time(datetime.now(UTC) - timedelta(minutes=1))
+            assert recover(api, subscription_id, since=since).status == 202
+            bridge.deliver()
+            assert context.subscriptions.get(subscription_id).health.owed == ()
+            assert recover(api, subscription_id, since=since).status == 202  # nothing owed now
+            bridge.deliver()
+    finally:
+        inbox.stop()
+
+    [webhook] = inbox.requests
+    Webhook(notified_secret).verify(webhook.body, webhook.headers)
+    document = webhook.json()
+    assert (document["type"], document["data"]["subscription_id"]) == (
+        "endpoint.disabled",
+        subscription_id,
+    )
+    assert document["data"]["reason"] == "operator"

@@ -9,6 +9,7 @@ from datetime import timedelta
 import boto3
 import pytest
 from jobhooks.endpoint_health.model import EndpointHealth
+from jobhooks.endpoint_health.owed import OwedNotification
 from jobhooks.endpoint_health.store import HealthRecords
 from jobhooks.subscriptions.model import SubscriptionStatus
 from jobhooks.subscriptions.store import SubscriptionStore
@@ -156,3 +157,63 @@ def test_a_sustained_failure_disable_yields_to_a_success_that_ended_the_run(
         is None
     )
     assert store.get(subscription_id).is_active
+
+
+def owed_notification(subscription_id: str, key: str = "disabled.1") -> OwedNotification:
+    return OwedNotification(
+        tenant_id="acme",
+        type="endpoint.disabled",
+        data={"subscription_id": subscription_id, "reason": "gone"},
+        about_subscription=subscription_id,
+        key=f"{subscription_id}.{key}",
+        at=T0,
+    )
+
+
+def test_an_owed_notification_is_kept_through_the_stores_writes_until_sent(
+    store: SubscriptionStore, records: HealthRecords
+) -> None:
+    subscription_id = new_subscription(store)
+    owed = owed_notification(subscription_id)
+    stale = store.get(subscription_id)
+
+    assert records.owe(subscription_id, owed)
+    records.owe(subscription_id, owed)  # owing it again is one notification
+    assert store.get(subscription_id).health.owed == (owed,)
+    assert [s.health.owed for s in store.matching("acme", "job.completed")] == [(owed,)]
+
+    # A management write that read the item before does not write it away, nor does a
+    # disable, a re-enable (which clears the run of failures) or a counted failure.
+    store.update(subscription_id, description="pager")
+    store.update(subscription_id, status="disabled")
+    store.update(subscription_id, status="active")
+    records.record_failure(subscription_id, T0)
+    assert store.get(subscription_id).health.owed == (owed,)
+    assert stale.revision < store.get(subscription_id).revision
+
+    assert records.sent_owed(subscription_id, owed)
+    assert not records.sent_owed(subscription_id, owed)  # another sender removed it first
+    assert store.get(subscription_id).health == EndpointHealth(
+        consecutive_failures=1, failing_since=T0
+    )
+
+
+def test_sending_one_owed_notification_leaves_a_newer_one_owed(
+    store: SubscriptionStore, records: HealthRecords
+) -> None:
+    subscription_id = new_subscription(store)
+    first, second = owed_notification(subscription_id, "a"), owed_notification(subscription_id, "b")
+    records.owe(subscription_id, first)
+    records.owe(subscription_id, second)
+
+    records.sent_owed(subscription_id, first)
+
+    assert store.get(subscription_id).health.owed == (second,)
+
+
+def test_a_deleted_subscription_owes_nothing(
+    store: SubscriptionStore, records: HealthRecords
+) -> None:
+    subscription_id = new_subscription(store)
+    store.delete(subscription_id)
+    assert not records.owe(subscription_id, owed_notification(subscription_id))

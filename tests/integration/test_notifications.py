@@ -151,10 +151,21 @@ def test_a_refused_enqueue_is_reported_for_a_retry(
         def enqueue(self, event_id: str, tasks: Any) -> int:
             raise RuntimeError("SQS is down")
 
-    notifier = Notifier(subscriptions=subscriptions, deliveries=RefusingQueue())
+    clock = Clock()
+    notifier = Notifier(subscriptions=subscriptions, deliveries=RefusingQueue(), clock=clock)
     with pytest.raises(NotificationNotSentError) as caught:
-        notifier.notify("acme", "delivery.exhausted", {"delivery_id": "dlv_x"})
+        notifier.notify("acme", "delivery.exhausted", {"delivery_id": "dlv_x"}, key="k")
     assert caught.value.code == "notification_not_sent"
+    assert caught.value.at == NOW
+
+    # Sent again later with its key and time: the same delivery ids and the same body.
+    clock.now = NOW + timedelta(minutes=3)
+    working = build_notifier(NotificationSettings.from_env(), clock=clock)
+    working.notify("acme", "delivery.exhausted", {"delivery_id": "dlv_x"}, key="k", at=NOW)
+    working.notify("acme", "delivery.exhausted", {"delivery_id": "dlv_x"}, key="k", at=NOW)
+    first, second = tasks(stack)
+    assert (first.delivery_id, first.payload) == (second.delivery_id, second.payload)
+    assert json.loads(first.payload)["timestamp"] == "2026-09-01T12:00:00.000Z"
 
 
 # -- the evaluator -------------------------------------------------------------------------

@@ -187,6 +187,27 @@ def test_a_tenant_manages_its_endpoints_through_the_portal(
     assert browser.get(path).status == 404
 
 
+def test_a_tenant_sets_changes_and_clears_an_endpoints_job_filter_in_the_portal(
+    api: InProcessApi, receiver: Receiver
+) -> None:
+    browser = open_portal(api, "acme")
+    created = browser.post(
+        "/portal/api/subscriptions", {"url": receiver.url, "job_names": ["billing-*"]}
+    )
+    assert created.status == 201, created.text
+    assert created.body["job_names"] == ["billing-*"]
+    path = f"/portal/api/subscriptions/{created.body['subscription_id']}"
+
+    changed = browser.patch(path, {"job_names": ["billing-*", "nightly-report"]})
+    assert changed.status == 200 and changed.body["job_names"] == ["billing-*", "nightly-report"]
+    assert browser.get(path).body["job_names"] == ["billing-*", "nightly-report"]
+    refused = browser.patch(path, {"job_names": ["x" * 129]})
+    assert refused.status == 422, refused.text
+    assert refused.error["code"] == "invalid_request"  # the schema bounds a pattern
+    cleared = browser.patch(path, {"job_names": []})
+    assert cleared.status == 200 and cleared.body["job_names"] == []
+
+
 def test_the_network_policy_applies_to_portal_endpoints(stack: LocalResources) -> None:
     api = gateway_api()
     with use_context(api.module):  # a deployed stack: private addresses are refused

@@ -14,12 +14,15 @@ from jobhooks.delivery_task import DeliveryTask, delivery_task_for
 from jobhooks.endpoint_health.failing import becomes_failing
 from jobhooks.endpoint_health.model import EndpointHealth, HealthThresholds
 from jobhooks.endpoint_health.observer import EndpointHealthObserver
+from jobhooks.endpoint_health.owed import OwedNotification, decode_owed
 from jobhooks.endpoint_health.settings import EndpointHealthSettings, parse_duration_seconds
 from jobhooks.endpoint_health.sustained_failure import is_sustained
 from jobhooks.exceptions import ConfigurationError
+from jobhooks.notifications.exceptions import NotificationNotSentError
 from jobhooks.subscriptions.model import EventType, Subscription, SubscriptionStatus
 
 T0 = datetime(2026, 12, 6, 3, 0, 0, tzinfo=UTC)
+T1 = T0 + timedelta(seconds=1)  # when a refused notification was made
 THRESHOLDS = HealthThresholds(failing_after=3, auto_disable_after=timedelta(hours=120))
 
 
@@ -62,8 +65,27 @@ class Records:
             before = self.health.get(subscription_id, EndpointHealth())
             if before.is_clean:
                 return None
-            self.health[subscription_id] = EndpointHealth()
+            self.health[subscription_id] = EndpointHealth(owed=before.owed)
             return before
+
+    def owe(self, subscription_id: str, notification: OwedNotification) -> bool:
+        with self._lock:
+            self.writes += 1
+            now = self.health.get(subscription_id, EndpointHealth())
+            kept = [o for o in now.owed if o.attribute != notification.attribute]
+            owed = (*kept, notification)
+            self.health[subscription_id] = now.model_copy(update={"owed": owed})
+            return True
+
+    def sent_owed(self, subscription_id: str, notification: OwedNotification) -> bool:
+        with self._lock:
+            self.writes += 1
+            now = self.health.get(subscription_id, EndpointHealth())
+            if notification not in now.owed:
+                return False
+            owed = tuple(o for o in now.owed if o != notification)
+            self.health[subscription_id] = now.model_copy(update={"owed": owed})
+            return True
 
 
 class Disabler:
@@ -89,8 +111,13 @@ class Disabler:
 
 
 class Notifier:
+    """Records what is sent; `refuse` makes the next calls fail as a refused enqueue does."""
+
     def __init__(self) -> None:
         self.sent: list[tuple[str, str, dict[str, Any], str | None]] = []
+        self.keys: list[tuple[str | None, datetime | None]] = []
+        self.refuse = 0
+        self._lock = threading.Lock()
 
     def notify(
         self,
@@ -100,8 +127,14 @@ class Notifier:
         about_subscription: str | None = None,
         *,
         key: str | None = None,
+        at: datetime | None = None,
     ) -> None:
-        self.sent.append((tenant_id, type, dict(data), about_subscription))
+        with self._lock:
+            if self.refuse:
+                self.refuse -= 1
+                raise NotificationNotSentError(type, tenant_id, "AWS.SimpleQueueService", at=T1)
+            self.sent.append((tenant_id, type, dict(data), about_subscription))
+            self.keys.append((key, at))
 
     def types(self) -> list[str]:
         return [kind for _, kind, _, _ in self.sent]
@@ -127,6 +160,21 @@ class World:
     ) -> None:
         attempt = DeliveryAttempt(n=1, at=at, status_code=503)
         self.observer.settled(task(sub), DeliveryOutcome(result, "d", attempt), subscription(sub))
+
+    def read(self, sub: str = "sub_a", status: SubscriptionStatus | None = None) -> Subscription:
+        """The subscription as a process reads it: with the records' health."""
+        update: dict[str, Any] = {"health": self.records.health.get(sub, EndpointHealth())}
+        if status is not None:
+            update["status"] = status
+        return subscription(sub).model_copy(update=update)
+
+    def skip(self, sub: str = "sub_a") -> None:
+        """A delivery to the disabled endpoint, skipped: no attempt, the endpoint read."""
+        self.observer.settled(
+            task(sub),
+            DeliveryOutcome(DeliveryResult.SKIPPED, "d"),
+            self.read(sub, SubscriptionStatus.DISABLED),
+        )
 
     def succeed(self, sub: str = "sub_a", at: datetime = T0) -> None:
         """A success, the subscription read as the records hold it now."""
@@ -208,6 +256,109 @@ def test_endpoints_are_counted_apart() -> None:
     for sub in ("sub_a", "sub_b", "sub_a", "sub_b"):
         world.fail(sub)
     assert world.notifier.sent == []
+
+
+# -- a notification whose sending failed (`owed`) -------------------------------------------
+
+
+def test_a_refused_failing_notification_is_kept_and_sent_by_the_next_read_of_the_endpoint() -> None:
+    world = World()
+    world.notifier.refuse = 1
+    for _ in range(3):
+        world.fail()
+    assert world.notifier.sent == []
+    [owed] = world.records.health["sub_a"].owed
+    assert (owed.type, owed.about_subscription, owed.at) == ("endpoint.failing", "sub_a", T1)
+    assert world.records.health["sub_a"].failing  # the state change stands
+
+    # The next delivery to the endpoint reads it owing the notification: sent, then removed.
+    world.observer.settled(
+        task(), DeliveryOutcome(DeliveryResult.RETRY_SCHEDULED, "d", None), world.read()
+    )
+    assert world.notifier.types() == ["endpoint.failing"]
+    assert world.notifier.sent[0][2]["consecutive_failures"] == 3
+    assert world.notifier.keys == [(owed.key, T1)]  # same key and time: same ids and body
+    assert world.records.health["sub_a"].owed == ()
+
+    world.fail()
+    world.succeed()
+    assert world.notifier.types() == ["endpoint.failing", "endpoint.recovered"]
+
+
+def test_a_refused_disabled_notification_is_sent_by_the_next_skipped_delivery_once() -> None:
+    world = World()
+    attempt = DeliveryAttempt(n=1, at=T0, status_code=410)
+    world.notifier.refuse = 1
+    world.observer.settled(
+        task(),
+        DeliveryOutcome(DeliveryResult.GONE, "d", attempt, disabled_subscription=True),
+        subscription(),
+    )
+    assert world.notifier.sent == []
+
+    world.skip()
+    world.skip()
+
+    [(_, kind, data, about)] = world.notifier.sent
+    assert (kind, data["reason"], about) == ("endpoint.disabled", "gone", "sub_a")
+
+
+def test_an_owed_notification_refused_again_stays_owed_until_sent() -> None:
+    world = World()
+    world.notifier.refuse = 2
+    world.observer.settled(
+        task(),
+        DeliveryOutcome(DeliveryResult.PARKED, "d", DeliveryAttempt(n=8, at=T0, error="timeout")),
+        subscription(),
+    )
+    world.skip()
+    assert world.notifier.sent == []
+    assert [o.type for o in world.records.health["sub_a"].owed] == ["delivery.exhausted"]
+
+    world.skip()
+    assert world.notifier.types() == ["delivery.exhausted"]
+    assert world.records.health["sub_a"].owed == ()
+
+
+def test_concurrent_reads_of_an_owing_endpoint_send_it_once() -> None:
+    world = World()
+    world.observer = EndpointHealthObserver(
+        records=world.records,
+        subscriptions=world.disabler,
+        notifier=world.notifier,
+        thresholds=THRESHOLDS,
+        cache_seconds=60,  # a warm process: its reads may show it owed after it was sent
+    )
+    world.notifier.refuse = 1
+    for _ in range(3):
+        world.fail()
+    cached = world.read()
+    threads = [
+        threading.Thread(
+            target=world.observer.settled,
+            args=(task(), DeliveryOutcome(DeliveryResult.SKIPPED, "d"), cached),
+        )
+        for _ in range(20)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert world.notifier.types() == ["endpoint.failing"]
+
+
+def test_an_owed_notification_round_trips_its_record() -> None:
+    owed = OwedNotification(
+        tenant_id="acme",
+        type="endpoint.disabled",
+        data={"subscription_id": "sub_a", "reason": "gone", "detail": "ü"},
+        about_subscription="sub_a",
+        key="sub_a.disabled.2026-12-06T03:00:00Z",
+        at=T0 + timedelta(microseconds=123456),
+    )
+    assert decode_owed(owed.encoded()) == owed
+    assert owed.attribute.startswith("health_owed_") and len(owed.attribute) == 28
 
 
 # -- endpoint.recovered ----------------------------------------------------------------------

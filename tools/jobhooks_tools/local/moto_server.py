@@ -27,6 +27,13 @@ LOCAL_REGION = "us-east-1"
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 
 
+_START_TRIES = 3
+
+
+class _ExitedWhileStarting(RuntimeError):
+    """moto's server exited before it answered (its port taken meanwhile, most often)."""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -59,6 +66,17 @@ class MotoServer:
             raise RuntimeError(
                 "moto's server was not found: install the dev extras (pip install 'jobhooks[dev]')"
             )
+        # `free_port` frees the port it found before moto binds it: on a machine running many
+        # suites, another process may take it first, and moto exits at once ("Port N is in
+        # use", code 1). A server that exits while starting is started again on another port.
+        for _ in range(_START_TRIES - 1):
+            try:
+                return self._start_once(timeout)
+            except _ExitedWhileStarting:
+                self.port = free_port()
+        return self._start_once(timeout)
+
+    def _start_once(self, timeout: float) -> MotoServer:
         self._process = subprocess.Popen(  # noqa: S603 - this interpreter, a fixed module
             [
                 sys.executable,
@@ -76,7 +94,9 @@ class MotoServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"moto_server exited with code {self._process.returncode}")
+                raise _ExitedWhileStarting(
+                    f"moto_server exited with code {self._process.returncode}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.endpoint_url}/moto-api/", timeout=1):  # noqa: S310
                     return self

@@ -69,7 +69,6 @@ from jobhooks.delivery.ports import (
 )
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule, UniformRandom
 from jobhooks.delivery.settle import Settlement, SettlementObserver, task_fields
-from jobhooks.delivery.skipped import skip_delivery
 from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.exceptions import SubscriptionNotFoundError
@@ -253,7 +252,7 @@ class Deliverer:
             fresh = self._subscription(task.subscription_id)
             if fresh is None or fresh.tenant_id != task.tenant_id or not fresh.is_active:
                 # Kept as `skipped`, for `recover` once it is active again.
-                return skip_delivery(self._log, task)
+                return self.settlement.skip(task, fresh)
             subscription = fresh
         source = _QueuedAttempt(self._log, self._queue, message, existing)
 

@@ -67,7 +67,6 @@ from jobhooks.delivery.model import (
 )
 from jobhooks.delivery.ports import SubscriptionDirectory, WebhookPoster
 from jobhooks.delivery.settle import Settlement, task_fields
-from jobhooks.delivery.skipped import skip_delivery
 from jobhooks.delivery_task import MAX_DELAY_SECONDS, DelayedTask, DeliveryTask, QueuedTask
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
@@ -202,7 +201,7 @@ class FirstAttemptStage:
         self, posted: Posted, source: _FirstAttemptOf, subscription: Subscription | None
     ) -> DeliveryOutcome:
         if posted.not_attempted is NotAttemptedReason.SUBSCRIPTION_DISABLED:
-            return skip_delivery(self.settlement.attempt_log, posted.task)
+            return self.settlement.skip(posted.task, subscription)
         if posted.attempt is None:
             source.queued.append(posted.task)  # as it would be without first attempts
             return DeliveryOutcome(DeliveryResult.NOT_STARTED, posted.task.delivery_id)

@@ -180,6 +180,15 @@ class Settlement:
             subscription,
         )
 
+    def skip(self, task: DeliveryTask, subscription: Subscription | None) -> DeliveryOutcome:
+        """Record the delivery `skipped` (its subscription is disabled: `skipped`) and tell
+        the observers, with the subscription as read: no attempt, yet a read of the endpoint
+        (a notification it owes is sent then)."""
+        # Imported here: `skipped` imports this module's `task_fields`.
+        from jobhooks.delivery.skipped import skip_delivery
+
+        return self._told(task, skip_delivery(self._log, task), subscription)
+
     def _gone(
         self, task: DeliveryTask, attempt: DeliveryAttempt, source: AttemptSource
     ) -> DeliveryOutcome:

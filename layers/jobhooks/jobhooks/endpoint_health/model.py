@@ -7,6 +7,8 @@ costs no read and no write beyond what it already did:
 - `consecutive_failures`: failed attempts since the last success;
 - `failing_since`: when the first of them was made (None after a success);
 - `failing`: `endpoint.failing` went out for this run of failures (`endpoint.recovered` ends it).
+
+And, only while one is owed, the notifications whose sending failed (`endpoint_health.owed`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict
+
+from jobhooks.endpoint_health.owed import OwedNotification
 
 DEFAULT_FAILING_AFTER: Final = 5
 # Svix's rule: an endpoint whose every attempt failed for five days is disabled.
@@ -28,11 +32,25 @@ class EndpointHealth(BaseModel):
     consecutive_failures: int = 0
     failing_since: datetime | None = None
     failing: bool = False
+    owed: tuple[OwedNotification, ...] = ()
 
     @property
     def is_clean(self) -> bool:
         """Nothing to reset after a success: the common case, which writes nothing."""
         return self.consecutive_failures == 0 and not self.failing
+
+    def owing(self, notification: OwedNotification) -> EndpointHealth:
+        """This health, owing `notification` too (once: one per key)."""
+        kept = tuple(o for o in self.owed if o.attribute != notification.attribute)
+        return self.model_copy(update={"owed": (*kept, notification)})
+
+    def sent(self, notification: OwedNotification) -> EndpointHealth:
+        """This health, no longer owing `notification`."""
+        return self.model_copy(update={"owed": tuple(o for o in self.owed if o != notification)})
+
+    def re_enabled(self) -> EndpointHealth:
+        """An endpoint enabled again starts a clean run; what it owes is still owed."""
+        return EndpointHealth(owed=self.owed) if self.owed else HEALTHY
 
 
 HEALTHY: Final = EndpointHealth()

@@ -3,6 +3,7 @@
 It hears of each attempt the deliver function or ingest's first attempt settled
 (`delivery.settle.SettlementObserver`), with the subscription as that process read it:
 
+0. notifications the subscription owes (`owed`: their sending failed before) are sent again;
 1. a 410 that disabled the subscription (this very settle did): `endpoint.disabled`, `gone`;
 2. a delivery parked after its last attempt: `delivery.exhausted` (`exhausted`);
 3. a failed attempt (not `signing_error`: the bridge's own secrets, unreadable, say nothing
@@ -19,8 +20,10 @@ outcome but a success on a healthy endpoint): a success then sees a run of failu
 process began meanwhile only at its next read (the consecutive count may run on a few seconds
 longer), and a run this process cleared is not cleared again while its cache still shows it.
 
-A notification that cannot be enqueued is logged by the notifier (`notification not sent`) and
-not retried: the attempt's outcome is recorded already, and an observer never undoes it.
+A notification that cannot be enqueued (or published to the operators) is not lost, and the
+attempt's outcome, recorded already, stands: the notification is kept on its endpoint's item
+(`owed`) and sent again, with the same key and time, by the next settle of a delivery to that
+endpoint that reads it (0., before the rules), a skipped one included.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from jobhooks.endpoint_health.exhausted import (
 )
 from jobhooks.endpoint_health.failing import becomes_failing, failing_data, failing_key
 from jobhooks.endpoint_health.model import EndpointHealth, HealthThresholds
+from jobhooks.endpoint_health.owed import OwedNotification
 from jobhooks.endpoint_health.recovered import (
     needs_reset,
     recovered_data,
@@ -56,12 +60,23 @@ from jobhooks.endpoint_health.recovered import (
     recovers,
 )
 from jobhooks.endpoint_health.sustained_failure import is_sustained, sustained_reason
+from jobhooks.notifications.exceptions import NotificationNotSentError
+from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import EventType, Subscription
 
 _log = logging.getLogger("jobhooks.endpoint_health")
 
 
-class HealthWrites(Protocol):
+class OwedWrites(Protocol):
+    """Where owed notifications are kept (`store.HealthRecords`; the management functions use
+    `SubscriptionStore`, whose whole-item writes they are granted)."""
+
+    def owe(self, subscription_id: str, notification: OwedNotification) -> bool: ...
+
+    def sent_owed(self, subscription_id: str, notification: OwedNotification) -> bool: ...
+
+
+class HealthWrites(OwedWrites, Protocol):
     """What the observer writes (`store.HealthRecords`)."""
 
     def record_failure(
@@ -93,6 +108,7 @@ class Notify(Protocol):
         about_subscription: str | None = None,
         *,
         key: str | None = None,
+        at: datetime | None = None,
     ) -> Any: ...
 
 
@@ -117,11 +133,16 @@ class EndpointHealthObserver:
         self._cache_seconds = cache_seconds
         self._monotonic = monotonic
         self._cleared: dict[str, float] = {}
+        # Owed notifications this process is sending or sent lately (its cache may still show
+        # them): by subscription and attribute, until when.
+        self._resent: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
 
     def settled(
         self, task: DeliveryTask, outcome: DeliveryOutcome, subscription: Subscription | None
     ) -> None:
+        if subscription is not None and subscription.health.owed:
+            self.send_owed(subscription)
         if outcome.result is DeliveryResult.GONE:
             if outcome.disabled_subscription:
                 self._disabled_as_gone(task, outcome)
@@ -231,6 +252,34 @@ class EndpointHealthObserver:
             recovered_key(task.subscription_id, before),
         )
 
+    # -- what was owed ------------------------------------------------------------------------
+
+    def send_owed(self, subscription: Subscription) -> int:
+        """Send again what `subscription` (as read) owes, oldest first; how many went out."""
+        sent = 0
+        for owed in subscription.health.owed:
+            if owed.tenant_id != subscription.tenant_id:
+                continue  # never across tenants (its own notifications are the only ones kept)
+            memo = (subscription.subscription_id, owed.attribute)
+            if not self._start_resend(memo):
+                continue
+            went = send_owed(self.records, self.notifier, subscription.subscription_id, owed)
+            with self._lock:
+                if went:
+                    self._resent[memo] = self._monotonic() + self._cache_seconds
+                else:
+                    self._resent.pop(memo, None)
+            sent += went
+        return sent
+
+    def _start_resend(self, memo: tuple[str, str]) -> bool:
+        with self._lock:
+            until = self._resent.get(memo)
+            if until is not None and self._monotonic() < until:
+                return False  # being sent by another thread, or sent lately
+            self._resent[memo] = float("inf")
+            return True
+
     # -- internals ---------------------------------------------------------------------------
 
     def _cleared_lately(self, subscription_id: str) -> bool:
@@ -253,8 +302,72 @@ class EndpointHealthObserver:
     ) -> None:
         try:
             self.notifier.notify(tenant_id, kind.value, data, about_subscription, key=key)
-        except Exception:  # logged by the notifier; the outcome stands
-            _log.exception(
-                "endpoint notification failed",
-                extra={"notification_type": kind.value, "subscription_id": about_subscription},
+        except Exception as error:  # the outcome stands; the notification is kept, not lost
+            at = error.at if isinstance(error, NotificationNotSentError) else None
+            owe_notification(
+                self.records,
+                OwedNotification(
+                    tenant_id=tenant_id,
+                    type=kind.value,
+                    data=dict(data),
+                    about_subscription=about_subscription,
+                    key=key,
+                    at=at or utc_now(),
+                ),
             )
+
+
+def send_owed(
+    records: OwedWrites, notifier: Notify, subscription_id: str, owed: OwedNotification
+) -> bool:
+    """Send one owed notification again (same key and time), then remove it from the item;
+    False when it could not be sent (it stays owed)."""
+    extra = {"notification_type": owed.type, "subscription_id": subscription_id}
+    try:
+        notifier.notify(
+            owed.tenant_id,
+            owed.type,
+            owed.data,
+            owed.about_subscription,
+            key=owed.key,
+            at=owed.at,
+        )
+    except Exception:  # still owed: the next read of the endpoint tries again
+        _log.exception("owed notification not sent yet", extra=extra)
+        return False
+    try:
+        records.sent_owed(subscription_id, owed)
+    except Exception:  # sent: a second send has the same ids, which deliver deduplicates
+        _log.exception("owed notification sent but still kept", extra=extra)
+    _log.info("owed notification sent", extra=extra)
+    return True
+
+
+def send_everything_owed(records: OwedWrites, notifier: Notify, subscription: Subscription) -> int:
+    """Send what `subscription` (as read) owes, oldest first (no memo: a one-off caller, such
+    as `recover`); how many went out."""
+    return sum(
+        send_owed(records, notifier, subscription.subscription_id, owed)
+        for owed in subscription.health.owed
+        if owed.tenant_id == subscription.tenant_id
+    )
+
+
+def owe_notification(records: OwedWrites, notification: OwedNotification) -> None:
+    """Keep a notification whose sending failed on the item of the endpoint it is about."""
+    about = notification.about_subscription
+    assert about is not None, "an endpoint notification is about an endpoint"
+    try:
+        kept = records.owe(about, notification)
+    except Exception:  # both SQS (or SNS) and DynamoDB failed: nothing left to keep it in
+        _log.exception(
+            "notification lost: neither sent nor kept",
+            extra={"notification_type": notification.type, "subscription_id": about},
+        )
+        return
+    _log.warning(
+        "notification not sent; kept to be sent again"
+        if kept
+        else "notification not sent; its subscription was deleted",
+        extra={"notification_type": notification.type, "subscription_id": about},
+    )

@@ -7,7 +7,9 @@ makes each state change, and only that one notifies:
   the item as it is afterwards;
 - `mark_failing`: the run reached the threshold and nobody marked it yet;
 - `clear_after_success`: a success ends the run; the health it ended, for the one writer whose
-  condition held (the others get None).
+  condition held (the others get None);
+- `owe` / `sent_owed`: a notification whose sending failed is kept on the item, and removed once
+  sent (`owed`).
 
 Each also moves the item's `revision`, so a management write that read the item before (the
 store's revision-checked PutItem) reads it again instead of writing back stale health.
@@ -23,6 +25,12 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from jobhooks.endpoint_health.model import HEALTHY, EndpointHealth
+from jobhooks.endpoint_health.owed import (
+    ATTRIBUTE_PREFIX,
+    OwedNotification,
+    owed_attributes,
+    owed_from_item,
+)
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.times import format_time, parse_time
 from jobhooks.storage.updates import ItemUpdate
@@ -34,12 +42,14 @@ _ONE: Final = {"N": "1"}
 
 
 def health_from_item(item: Mapping[str, Any]) -> EndpointHealth:
-    if FAILURES not in item and FAILING not in item:
+    owes = any(name.startswith(ATTRIBUTE_PREFIX) for name in item)
+    if FAILURES not in item and FAILING not in item and not owes:
         return HEALTHY
     return EndpointHealth(
         consecutive_failures=int(item[FAILURES]["N"]) if FAILURES in item else 0,
         failing_since=parse_time(item[FAILING_SINCE]["S"]) if FAILING_SINCE in item else None,
         failing=bool(item[FAILING]["BOOL"]) if FAILING in item else False,
+        owed=owed_from_item(item) if owes else (),
     )
 
 
@@ -52,6 +62,7 @@ def health_attributes(health: EndpointHealth) -> dict[str, Any]:
         attributes[FAILING_SINCE] = {"S": format_time(health.failing_since)}
     if health.failing:
         attributes[FAILING] = {"BOOL": True}
+    attributes.update(owed_attributes(health.owed))
     return attributes
 
 
@@ -94,6 +105,22 @@ class HealthRecords:
         update.condition(f"attribute_exists({failures}) OR attribute_exists({failing})")
         item = self._write(subscription_id, update, "ALL_OLD")
         return health_from_item(item) if item is not None else None
+
+    def owe(self, subscription_id: str, notification: OwedNotification) -> bool:
+        """Keep a notification that could not be sent on its endpoint's item; False when the
+        subscription no longer exists (nothing left to tell about it)."""
+        update = ItemUpdate().set(notification.attribute, {"S": notification.encoded()})
+        update.add("revision", _ONE).condition("attribute_exists(subscription_id)")
+        return self._write(subscription_id, update, "NONE") is not None
+
+    def sent_owed(self, subscription_id: str, notification: OwedNotification) -> bool:
+        """Remove a notification sent at last; False when it was not the one kept (removed by
+        another process that sent it too, or the subscription deleted)."""
+        update = ItemUpdate().remove(notification.attribute).add("revision", _ONE)
+        kept = update.name(notification.attribute)
+        update.value("owed", {"S": notification.encoded()})
+        update.condition(f"{kept} = :owed")
+        return self._write(subscription_id, update, "NONE") is not None
 
     def _write(
         self, subscription_id: str, update: ItemUpdate, returned: str

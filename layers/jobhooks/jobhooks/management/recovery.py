@@ -9,12 +9,15 @@ one page (`jobhooks.delivery.recovery`); the answer's `next_cursor` asks for the
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.exceptions import InvalidSinceError, SubscriptionNotActiveError
 from jobhooks.management.models import RecoverRequest, RecoveryResult
 from jobhooks.storage.times import format_time, to_stored_precision
+
+if TYPE_CHECKING:
+    from jobhooks.subscriptions.model import Subscription
 
 # A caller's clock may run a little ahead of ours: only a time past this is "in the future".
 CLOCK_SKEW: Final = timedelta(minutes=5)
@@ -31,6 +34,8 @@ def recover_subscription(
     subscription = context.subscriptions.get(subscription_id, tenant_id=tenant_id)
     if not subscription.is_active:
         raise SubscriptionNotActiveError(subscription_id)
+    if subscription.health.owed:
+        _send_owed_notifications(context, subscription)
     page = context.recovery.recover(
         subscription.subscription_id, since, cursor=request.cursor, limit=request.limit
     )
@@ -42,6 +47,14 @@ def recover_subscription(
         unavailable=page.unavailable,
         next_cursor=page.next_cursor,
     )
+
+
+def _send_owed_notifications(context: ManagementContext, subscription: Subscription) -> None:
+    """What the endpoint owes its tenant's notification endpoints (an `endpoint.disabled`
+    whose enqueue failed, say) goes out before its outage is sent again."""
+    from jobhooks.endpoint_health.observer import send_everything_owed
+
+    send_everything_owed(context.subscriptions, context.notifier, subscription)
 
 
 def parse_since(text: str, now: datetime) -> datetime:

@@ -110,8 +110,12 @@ def disable_by_operator(
     this call is the one that disabled it, notify `endpoint.disabled` with reason `operator`.
 
     The disabled subscription when this call disabled it, None when it was disabled already. A
-    notification that cannot be sent is logged by the notifier; the disable stands."""
+    notification that cannot be sent is kept on the subscription, to be sent by the next read of
+    its endpoint (`jobhooks.endpoint_health.owed`); the disable stands."""
     from jobhooks.endpoint_health.disabled import DisableCause, disabled_data, disabled_key
+    from jobhooks.endpoint_health.observer import owe_notification
+    from jobhooks.endpoint_health.owed import OwedNotification
+    from jobhooks.notifications.exceptions import NotificationNotSentError
     from jobhooks.subscriptions.store import DISABLED_BY_TENANT
 
     disabled = context.subscriptions.disable_once(
@@ -120,16 +124,25 @@ def disable_by_operator(
     if disabled is None:
         return None  # disabled already: its notification went out then
     at = disabled.updated_at
+    data = disabled_data(subscription_id, DisableCause.OPERATOR, DISABLED_BY_TENANT, at)
+    key = disabled_key(subscription_id, at)
     try:
         context.notifier.notify(
-            disabled.tenant_id,
-            "endpoint.disabled",
-            disabled_data(subscription_id, DisableCause.OPERATOR, DISABLED_BY_TENANT, at),
-            subscription_id,
-            key=disabled_key(subscription_id, at),
+            disabled.tenant_id, "endpoint.disabled", data, subscription_id, key=key
         )
-    except Exception:  # logged by the notifier; the disable stands
-        _log.warning("endpoint.disabled not sent", extra={"subscription_id": subscription_id})
+    except Exception as error:  # the disable stands; the notification is kept, not lost
+        sent_at = error.at if isinstance(error, NotificationNotSentError) else None
+        owe_notification(
+            context.subscriptions,
+            OwedNotification(
+                tenant_id=disabled.tenant_id,
+                type="endpoint.disabled",
+                data=data,
+                about_subscription=subscription_id,
+                key=key,
+                at=sent_at or context.clock(),
+            ),
+        )
     return disabled
 
 

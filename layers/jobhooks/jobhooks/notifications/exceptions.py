@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from jobhooks.exceptions import JobhooksError
 
 
@@ -15,10 +17,14 @@ class NotificationNotSentError(NotificationError):
 
     code = "notification_not_sent"
 
-    def __init__(self, notification_type: str, tenant_id: str, cause: str) -> None:
+    def __init__(
+        self, notification_type: str, tenant_id: str, cause: str, *, at: datetime | None = None
+    ) -> None:
         super().__init__(
             f"the {notification_type} notification of tenant {tenant_id!r} was not sent "
             f"({cause}); it is retried with the same id"
         )
         self.notification_type = notification_type
         self.tenant_id = tenant_id
+        self.at = at
+        """The notification's time: sent again with it, its body is the same."""

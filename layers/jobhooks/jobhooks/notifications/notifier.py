@@ -11,8 +11,10 @@ In the order a notification flows:
 3. the operators' message on the SNS topic, when the stack has one;
 4. a log line (`notification sent`), which `jobhooks dev` shows on its console.
 
-A failure of 2 or 3 raises `NotificationNotSentError`: the caller calls again with the same key,
-which gives the same delivery ids (deliver drops one already delivered).
+A failure of 2 or 3 raises `NotificationNotSentError`: the caller calls again with the same key
+and time, which gives the same delivery ids and body (deliver drops one already delivered). The
+alert evaluator does so at its next evaluation (the rule's state is saved only once sent); an
+endpoint's notification is kept on its item until sent (`jobhooks.endpoint_health.owed`).
 """
 
 from __future__ import annotations
@@ -74,13 +76,15 @@ class Notifier:
         about_subscription: str | None = None,
         *,
         key: str | None = None,
+        at: datetime | None = None,
     ) -> NotificationSent:
-        """Send one notification; `key` makes it the same one again when retried."""
+        """Send one notification; `key` makes it the same one again when retried, and `at`
+        (its first try's time: `NotificationNotSentError.at`) the same body."""
         notification = Notification(
             tenant_id=tenant_id,
             type=parse_notification_type(type),
             data=dict(data),
-            at=self._clock(),
+            at=at or self._clock(),
             about_subscription=about_subscription,
             key=key,
         )
@@ -99,7 +103,7 @@ class Notifier:
                 },
             )
             raise NotificationNotSentError(
-                notification.type.value, tenant_id, type_and_code(error)
+                notification.type.value, tenant_id, type_and_code(error), at=notification.at
             ) from error
         sent = NotificationSent(
             tasks[0].event_id if tasks else notification.event_id,

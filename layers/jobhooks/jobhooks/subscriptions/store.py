@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from jobhooks.endpoint_health.model import HEALTHY
+from jobhooks.endpoint_health.owed import OwedNotification
 from jobhooks.endpoint_health.store import health_attributes, health_from_item
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped
@@ -383,8 +383,9 @@ class SubscriptionStore:
                     DISABLED_BY_TENANT if new_status is SubscriptionStatus.DISABLED else None
                 )
                 if new_status is SubscriptionStatus.ACTIVE:
-                    # Re-enabled: its past failures no longer count (nor toward auto-disable).
-                    update["health"] = HEALTHY
+                    # Re-enabled: its past failures no longer count (nor toward auto-disable);
+                    # a notification it owes is still sent (`endpoint_health.owed`).
+                    update["health"] = current.health.re_enabled()
             return current.model_copy(update=update) if update else current
 
         return self._mutate(subscription_id, tenant_id, apply)
@@ -428,6 +429,36 @@ class SubscriptionStore:
         subscription = self._mutate(subscription_id, tenant_id, apply)
         return subscription if made[0] else None
 
+    def owe(self, subscription_id: str, notification: OwedNotification) -> bool:
+        """Keep a notification that could not be sent on the subscription's item
+        (`endpoint_health.owed`), as `HealthRecords.owe` does, with the whole-item write the
+        management functions are granted; False when the subscription no longer exists."""
+
+        def apply(current: Subscription, now: datetime) -> Subscription:
+            return current.model_copy(update={"health": current.health.owing(notification)})
+
+        try:
+            self._mutate(subscription_id, None, apply, touch=False)
+        except SubscriptionNotFoundError:
+            return False
+        return True
+
+    def sent_owed(self, subscription_id: str, notification: OwedNotification) -> bool:
+        """Remove a notification sent at last; False when it was not kept (any more)."""
+        removed = [False]
+
+        def apply(current: Subscription, now: datetime) -> Subscription:
+            removed[0] = notification in current.health.owed
+            if not removed[0]:
+                return current
+            return current.model_copy(update={"health": current.health.sent(notification)})
+
+        try:
+            self._mutate(subscription_id, None, apply, touch=False)
+        except SubscriptionNotFoundError:
+            return False
+        return removed[0]
+
     def enable(self, subscription_id: str, *, tenant_id: str | None = None) -> Subscription:
         return self.update(
             subscription_id, tenant_id=tenant_id, status=SubscriptionStatus.ACTIVE.value
@@ -464,7 +495,11 @@ class SubscriptionStore:
         subscription_id: str,
         tenant_id: str | None,
         change: Callable[[Subscription, datetime], Subscription],
+        *,
+        touch: bool = True,
     ) -> Subscription:
+        """`touch=False`: a write of the endpoint's health, not of the subscription: its
+        `updated_at` stays."""
         for _ in range(_WRITE_ATTEMPTS):
             current = self.get(subscription_id, tenant_id=tenant_id)
             now = self._now()
@@ -475,7 +510,7 @@ class SubscriptionStore:
                 update={
                     # Expired secrets are dropped by whichever write comes next.
                     "secrets": tuple(s for s in changed.secrets if s.is_valid_at(now)),
-                    "updated_at": max(now, current.updated_at),
+                    "updated_at": max(now, current.updated_at) if touch else current.updated_at,
                     "revision": current.revision + 1,
                 }
             )
