@@ -21,7 +21,12 @@ SettingsT = TypeVar("SettingsT", bound="Settings")
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    # defer_build: a settings class is built when it is first read, not when it is defined. A
+    # function reads one (`IngestSettings`, `DeliverSettings`, ...) and imports the classes it
+    # derives from with it (`EndpointHealthSettings`, `NotificationSettings`, ...), each a
+    # validator and a serializer of its own that no one would use (ingest's cold start built
+    # eight settings classes for one).
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     @classmethod
     def from_env(cls: type[SettingsT], environ: Mapping[str, str] | None = None) -> SettingsT:
