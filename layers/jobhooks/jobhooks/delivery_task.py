@@ -10,8 +10,6 @@ its own, and the id is how the management API finds the page that holds it
 `legacy_delivery_id_for`) still name their records.
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 import contextlib
@@ -67,7 +65,7 @@ class DeliveryTask(BaseModel):
         return json.dumps(document, separators=(",", ":"), ensure_ascii=True)
 
     @classmethod
-    def from_json(cls, text: str) -> DeliveryTask:
+    def from_json(cls, text: str) -> "DeliveryTask":
         try:
             return cls.model_validate_json(text)
         except ValidationError as error:

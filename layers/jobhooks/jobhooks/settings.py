@@ -4,8 +4,6 @@ Every field `name` of a settings model is read from `JOBHOOKS_<NAME>` (upper cas
 bad value stops the process with a `ConfigurationError` naming the variable and what it needs.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
 from typing import Any, TypeVar

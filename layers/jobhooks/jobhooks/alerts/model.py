@@ -7,8 +7,6 @@ pattern matched, whether it is degraded and since when (`states`), and the last 
 sent (`recent`).
 """
 
-from __future__ import annotations
-
 import unicodedata
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase

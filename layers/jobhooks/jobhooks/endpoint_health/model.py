@@ -9,8 +9,6 @@ costs no read and no write beyond what it already did:
 - `failing`: `endpoint.failing` went out for this run of failures (`endpoint.recovered` ends it).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final

@@ -7,8 +7,6 @@ context block. `docs/schema/outcome.v1.json` publishes the schema; tests hold ev
 to it.
 """
 
-from __future__ import annotations
-
 import json
 from typing import Any, Literal
 

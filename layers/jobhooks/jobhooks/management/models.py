@@ -8,8 +8,6 @@ No response model has a place for a plaintext secret except `SubscriptionWithSec
 the create and rotate operations return.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal
 
@@ -647,7 +645,7 @@ class RevocationRequest(_Request):
     session_id: str | None = Field(default=None, pattern=SESSION_ID_PATTERN)
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> RevocationRequest:
+    def _exactly_one(self) -> "RevocationRequest":
         if (self.tenant_id is None) == (self.session_id is None):
             raise ValueError("give exactly one of tenant_id and session_id")
         return self
