@@ -5,6 +5,8 @@ imported in a fresh interpreter, as Lambda imports it, and the modules it must l
 first request that needs them are checked absent. AWS clients (boto3) are made on first use
 everywhere; the management API also leaves the HTTP client (urllib3), the secret cipher
 (cryptography), the ingest path and the OpenAPI object models to the requests that use them.
+Other modules are checked absent because no request needs them: Powertools' other resolvers and
+event classes in the HTTP functions, the inbound event's models in the deliver function.
 """
 
 from __future__ import annotations
@@ -103,6 +105,34 @@ def test_the_event_functions_make_no_aws_client_at_import(function: str) -> None
 
 def test_the_api_leaves_what_few_requests_need_to_those_requests() -> None:
     assert loaded(modules_after_import("api"), API_LEAVES) == []
+
+
+# Loaded by neither HTTP function: Powertools' other resolvers (AppSync's pulls in asyncio) and
+# other services' event classes (`jobhooks.lazy_packages`), and the models whose id shapes and
+# bounds the API's models use (`ingest/limits.py`, `delivery/limits.py`, `alerts/limits.py`).
+HTTP_LEAVES = (
+    "asyncio",
+    "aws_lambda_powertools.event_handler.appsync",
+    "aws_lambda_powertools.event_handler.bedrock_agent",
+    "aws_lambda_powertools.utilities.data_classes.kafka_event",
+    "jobhooks.ingest.model",
+    "jobhooks.delivery_task",
+    "jobhooks.alerts.model",
+)
+
+
+@pytest.mark.parametrize("function", ["api", "portal"])
+def test_the_http_functions_load_the_http_resolver_alone_and_no_model_for_an_id_shape(
+    function: str,
+) -> None:
+    assert loaded(modules_after_import(function), HTTP_LEAVES) == []
+
+
+def test_the_deliver_function_loads_nothing_of_the_inbound_event() -> None:
+    # Its endpoint health and notifications format times with `storage.times`, not through the
+    # inbound pipeline's outcome module and the event models it builds.
+    modules = modules_after_import("deliver")
+    assert loaded(modules, ("jobhooks.inbound.event", "jobhooks.inbound.outcome")) == []
 
 
 def test_the_portal_authorizer_imports_no_models_router_or_client() -> None:

@@ -10,8 +10,6 @@ its own, and the id is how the management API finds the page that holds it
 `legacy_delivery_id_for`) still name their records.
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 import contextlib
@@ -24,6 +22,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from jobhooks.delivery.limits import DELIVERY_ID_PATTERN as DELIVERY_ID_PATTERN
 from jobhooks.webhook_signature import webhook_id_for
 
 FORMAT: Final = "jobhooks.delivery/1"
@@ -66,7 +65,7 @@ class DeliveryTask(BaseModel):
         return json.dumps(document, separators=(",", ":"), ensure_ascii=True)
 
     @classmethod
-    def from_json(cls, text: str) -> DeliveryTask:
+    def from_json(cls, text: str) -> "DeliveryTask":
         try:
             return cls.model_validate_json(text)
         except ValidationError as error:
@@ -105,9 +104,6 @@ _SUBSCRIPTION_TAG: Final = re.compile(r"[A-Za-z0-9_-]{8}")
 _TAG_BYTES: Final = 6
 # A Fetcher ce-id with a UUID job id is carried in 23 characters: its status's initial, then the
 # UUID's 16 bytes in base64url. Any other ce-id is carried whole, in base64url, after `e`.
-# A delivery id names its event (a mark and base64url: at most 684 characters for a 512-character
-# ce-id) and tags its subscription; ids made before that are a hash (`legacy_delivery_id_for`).
-DELIVERY_ID_PATTERN: Final = r"^dlv_([0-9a-f]{32}|[A-Za-z0-9_-]{2,684}\.[A-Za-z0-9_-]{8})$"
 _FETCHER_CE_ID: Final = re.compile(r"fetcher\.job\.(completed|failed)\.([0-9a-f-]{36})")
 _STATUS_MARKS: Final = {"completed": "c", "failed": "f"}
 _MARKED_STATUSES: Final = {mark: status for status, mark in _STATUS_MARKS.items()}

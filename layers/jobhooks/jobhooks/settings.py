@@ -4,8 +4,6 @@ Every field `name` of a settings model is read from `JOBHOOKS_<NAME>` (upper cas
 bad value stops the process with a `ConfigurationError` naming the variable and what it needs.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -21,7 +19,12 @@ SettingsT = TypeVar("SettingsT", bound="Settings")
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    # defer_build: a settings class is built when it is first read, not when it is defined. A
+    # function reads one (`IngestSettings`, `DeliverSettings`, ...) and imports the classes it
+    # derives from with it (`EndpointHealthSettings`, `NotificationSettings`, ...), each a
+    # validator and a serializer of its own that no one would use (ingest's cold start built
+    # eight settings classes for one).
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     @classmethod
     def from_env(cls: type[SettingsT], environ: Mapping[str, str] | None = None) -> SettingsT:

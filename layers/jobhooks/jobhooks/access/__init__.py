@@ -7,6 +7,7 @@
     grants, callers   who calls: an operator, a tenant-bound IAM caller, or a portal session;
                       the management API's gate (a request without an IAM caller)
     sessions          issue a link, exchange it once for a session, verify, revoke
+    limits            links' and sessions' bounds and id shape, as plain constants
     settings, context, exceptions
 
 Nothing here logs a token or a cookie.

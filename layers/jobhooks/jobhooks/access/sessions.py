@@ -33,14 +33,14 @@ from jobhooks.access.exceptions import (
     TokenRevokedError,
 )
 from jobhooks.access.keys import KeyRing
+from jobhooks.access.limits import DEFAULT_LINK_TTL as DEFAULT_LINK_TTL
+from jobhooks.access.limits import MAX_LINK_TTL as MAX_LINK_TTL
+from jobhooks.access.limits import MIN_LINK_TTL as MIN_LINK_TTL
+from jobhooks.access.limits import SESSION_ID_PATTERN as SESSION_ID_PATTERN
 from jobhooks.access.tokens import TokenClaims, TokenKind, new_token_id, open_token, seal
 
-DEFAULT_LINK_TTL: Final = timedelta(minutes=15)
-MIN_LINK_TTL: Final = timedelta(minutes=1)
-MAX_LINK_TTL: Final = timedelta(hours=24)
 DEFAULT_SESSION: Final = timedelta(hours=1)
 MAX_SESSION: Final = timedelta(hours=12)
-SESSION_ID_PATTERN: Final = r"^ses_[0-9a-f]{32}$"
 _SESSION_ID: Final = re.compile(SESSION_ID_PATTERN)
 
 

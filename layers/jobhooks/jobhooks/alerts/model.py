@@ -7,8 +7,6 @@ pattern matched, whether it is degraded and since when (`states`), and the last 
 sent (`recent`).
 """
 
-from __future__ import annotations
-
 import unicodedata
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
@@ -22,15 +20,29 @@ from jobhooks.alerts.exceptions import (
     InvalidThresholdError,
     InvalidWindowError,
 )
+from jobhooks.alerts.limits import (
+    DEFAULT_MIN_OUTCOMES as DEFAULT_MIN_OUTCOMES,
+)
+from jobhooks.alerts.limits import (
+    DEFAULT_WINDOW as DEFAULT_WINDOW,
+)
+from jobhooks.alerts.limits import (
+    MAX_MIN_OUTCOMES as MAX_MIN_OUTCOMES,
+)
+from jobhooks.alerts.limits import (
+    MAX_P95_MS as MAX_P95_MS,
+)
+from jobhooks.alerts.limits import (
+    MAX_PATTERN_LENGTH as MAX_PATTERN_LENGTH,
+)
+from jobhooks.alerts.limits import (
+    MAX_WINDOW as MAX_WINDOW,
+)
+from jobhooks.alerts.limits import (
+    MIN_WINDOW as MIN_WINDOW,
+)
 
 RULE_ID_PREFIX: Final = "alr_"
-DEFAULT_MIN_OUTCOMES: Final = 10
-DEFAULT_WINDOW: Final = timedelta(minutes=15)
-MIN_WINDOW: Final = timedelta(minutes=1)
-MAX_WINDOW: Final = timedelta(days=1)
-MAX_MIN_OUTCOMES: Final = 1_000_000
-MAX_P95_MS: Final = 7 * 86_400_000
-MAX_PATTERN_LENGTH: Final = 128
 MAX_RULES_PER_TENANT: Final = 50
 # The alerts a rule keeps for the portal's "recent alerts" (newest first).
 RECENT_ALERTS: Final = 20

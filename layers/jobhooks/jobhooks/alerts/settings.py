@@ -7,8 +7,6 @@ finds a tenant's rows under its pseudonym when the table is pseudonymized
 (`NotificationSettings`).
 """
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from jobhooks.analytics.settings import AnalyticsQuerySettings

@@ -11,8 +11,6 @@ RFC 3339 UTC with milliseconds and `Z`, the form Firehose's OpenX JSON deseriali
 timestamp.
 """
 
-from __future__ import annotations
-
 import json
 from datetime import UTC, datetime
 from typing import Any, Literal

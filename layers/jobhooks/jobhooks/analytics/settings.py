@@ -14,8 +14,6 @@ The ingest function's model gains `AnalyticsSinkSettings`, the management API's 
   answers "still running" (the API function has 15 s, API Gateway 30 s).
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import Field, ValidationInfo, field_validator

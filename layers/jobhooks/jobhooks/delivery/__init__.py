@@ -26,6 +26,7 @@ Every attempt, first or later, is made and settled here. Read in the order a del
     attempt_log, first_attempts, history, queues
                     the DynamoDB adapters of the attempt log and of the first-attempt pages, the
                     reads that join them, and the SQS adapters of the delivery queue and DLQ
-    metrics, settings, exceptions, wiring
-                    EMF metrics, the function's settings, the errors, and settings -> Deliverer
+    metrics, settings, exceptions, wiring, limits
+                    EMF metrics, the function's settings, the errors, settings -> Deliverer, and
+                    the delivery id's shape (a plain constant the management API checks)
 """

@@ -5,8 +5,6 @@ log's DynamoDB adapter (`attempt_log`), the HTTP client (`http_client`), the met
 management API all speak in these types.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -101,7 +99,7 @@ class DeliveryAttempt(BaseModel):
     def succeeded(self) -> bool:
         return self.status_code is not None and 200 <= self.status_code < 300
 
-    def bounded(self) -> DeliveryAttempt:
+    def bounded(self) -> "DeliveryAttempt":
         """This attempt with its excerpt cut to what the log keeps."""
         limit = SUCCESS_RESPONSE_BYTES if self.succeeded else FAILURE_RESPONSE_BYTES
         cut = _cut_utf8(self.response, limit)
@@ -218,7 +216,7 @@ class DeliveryMessage:
     receive_count: int
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> DeliveryMessage:
+    def from_record(cls, record: Mapping[str, Any]) -> "DeliveryMessage":
         attributes = record.get("attributes") or {}
         count = str(attributes.get("ApproximateReceiveCount", "1"))
         return cls(

@@ -1,7 +1,5 @@
 """The deliver function's configuration (docs/architecture.md, "Environment")."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator

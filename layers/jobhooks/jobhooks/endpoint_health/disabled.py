@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from jobhooks.inbound.outcome import format_timestamp
+from jobhooks.storage.times import format_timestamp
 
 
 class DisableCause(StrEnum):

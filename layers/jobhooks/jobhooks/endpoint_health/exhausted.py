@@ -16,7 +16,7 @@ from typing import Any
 
 from jobhooks.delivery.model import DeliveryOutcome, DeliveryResult, result_label
 from jobhooks.delivery_task import DeliveryTask
-from jobhooks.inbound.outcome import format_timestamp
+from jobhooks.storage.times import format_timestamp
 from jobhooks.subscriptions.model import NOTIFICATION_EVENT_TYPES
 
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from jobhooks.endpoint_health.model import EndpointHealth, HealthThresholds
-from jobhooks.inbound.outcome import format_timestamp
+from jobhooks.storage.times import format_timestamp
 
 
 def becomes_failing(health: EndpointHealth, thresholds: HealthThresholds) -> bool:

@@ -11,8 +11,6 @@ costs no read and no write beyond what it already did:
 And, only while one is owed, the notifications whose sending failed (`endpoint_health.owed`).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from jobhooks.endpoint_health.model import EndpointHealth
-from jobhooks.inbound.outcome import format_timestamp
+from jobhooks.storage.times import format_timestamp
 
 
 def recovers(health: EndpointHealth) -> bool:

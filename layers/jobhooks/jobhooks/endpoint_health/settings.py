@@ -3,8 +3,6 @@
 The deliver and ingest functions (both settle attempts) read it with their own settings.
 """
 
-from __future__ import annotations
-
 import re
 from datetime import timedelta
 from typing import Any, Final

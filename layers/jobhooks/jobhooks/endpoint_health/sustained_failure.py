@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from jobhooks.endpoint_health.model import EndpointHealth, HealthThresholds
-from jobhooks.inbound.outcome import format_timestamp
+from jobhooks.storage.times import format_timestamp
 
 REASON_PREFIX = "every attempt failed"
 

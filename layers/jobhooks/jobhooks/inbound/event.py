@@ -5,8 +5,6 @@ documentation shows snake_case; v1.4.x producers send no CloudEvents headers and
 `job.<status>.<source>`. All three normalize to `JobEvent`.
 """
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta

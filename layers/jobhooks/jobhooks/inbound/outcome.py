@@ -7,10 +7,7 @@ context block. `docs/schema/outcome.v1.json` publishes the schema; tests hold ev
 to it.
 """
 
-from __future__ import annotations
-
 import json
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -18,6 +15,7 @@ from pydantic_core import to_json
 
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.sanitize import categorize_error, sanitize_error_message
+from jobhooks.storage.times import format_timestamp as format_timestamp
 
 SCHEMA_VERSION = 1
 UNKNOWN = "unknown"
@@ -157,22 +155,6 @@ def webhook_payload(event: JobEvent, *, release: str | None = None) -> str:
 def webhook_json(webhook: WebhookBody) -> str:
     """`webhook` as the exact JSON text that is signed and POSTed (`webhook_payload`)."""
     return webhook.model_dump_json(exclude_none=True)
-
-
-def format_timestamp(moment: datetime) -> str:
-    """RFC 3339 UTC with millisecond precision and `Z` (isoformat's, milliseconds truncated)."""
-    if moment.tzinfo is not UTC:  # the event's times are UTC already: skip the conversion
-        moment = moment.astimezone(UTC)
-    # Spelled out: isoformat(timespec=...) and the "+00:00" replacement cost half as much again.
-    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # noqa: UP031 - one C call, unlike f-strings
-        moment.year,
-        moment.month,
-        moment.day,
-        moment.hour,
-        moment.minute,
-        moment.second,
-        moment.microsecond // 1000,
-    )
 
 
 def _fetcher_context(event: JobEvent) -> dict[str, Any]:

@@ -19,8 +19,9 @@ Read in the order a record flows (docs/ingest.md describes the behaviour):
     claims, quarantine, fan_out, busy_records
                     the DynamoDB and SQS adapters: the lease-carrying claim on a `ce-id`, the
                     kept rejects, one delivery task per matching subscription, early retries
-    fetcher_keys, claim_retention, telemetry, settings, exceptions
-                    the rules beside it
+    fetcher_keys, claim_retention, telemetry, settings, exceptions, limits
+                    the rules beside it (`limits`: the quarantine id's shape, a plain constant
+                    the management API checks without importing the model)
     wiring          settings in, the service over AWS clients out (`ingest_service()`), and the
                     first-attempt stage built on the first batch that needs it
 """

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from jobhooks.inbound.rejection import Reason
+from jobhooks.ingest.limits import QUARANTINE_ID_PATTERN as QUARANTINE_ID_PATTERN
 from jobhooks.storage.times import format_time
 
 # -- claims (ClaimsTable) ------------------------------------------------------------------------
@@ -46,8 +47,6 @@ class Claim:
 
 # Events one completion record lists: about 1 KB per ten, far below DynamoDB's 400 KB item.
 MAX_EVENTS_PER_BATCH_RECORD: Final = 100
-# A quarantine id: `q_` and 32 hex digits of a hash of the message (`ingest.quarantine`).
-QUARANTINE_ID_PATTERN: Final = r"^q_[0-9a-f]{32}$"
 
 
 @dataclass(frozen=True, slots=True)

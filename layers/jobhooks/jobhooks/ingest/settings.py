@@ -6,8 +6,6 @@ docs/architecture.md ("Environment") lists every variable; docs/ingest.md says w
 changes; the analytics sink's (`AnalyticsSinkSettings`) are in docs/analytics.md.
 """
 
-from __future__ import annotations
-
 from pydantic import Field, ValidationInfo, field_validator
 
 from jobhooks.analytics.settings import AnalyticsSinkSettings

@@ -14,3 +14,10 @@ holds the request and response shapes (the OpenAPI document is generated from th
 `exceptions` holds this package's errors and the one mapping of every error a caller can hit to
 an HTTP status, a stable code and a message.
 """
+
+from jobhooks.lazy_packages import HEAVY_POWERTOOLS_PACKAGES, defer_package_init
+
+# Before any route, model or resolver here imports Powertools' event handler: the HTTP functions
+# (management API, portal) load the HTTP resolver alone, not every resolver and event class.
+for _package in HEAVY_POWERTOOLS_PACKAGES:
+    defer_package_init(_package)

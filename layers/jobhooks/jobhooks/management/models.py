@@ -8,8 +8,6 @@ No response model has a place for a plaintext secret except `SubscriptionWithSec
 the create and rotate operations return.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal
 
@@ -23,36 +21,36 @@ from jobhooks.access.grants import (
     MAX_TENANTS_PER_GRANT,
 )
 from jobhooks.access.grants import MAX_TENANT_ID_LENGTH as MAX_GRANT_TENANT_ID
-from jobhooks.access.sessions import (
+from jobhooks.access.limits import (
     DEFAULT_LINK_TTL,
     MAX_LINK_TTL,
     MIN_LINK_TTL,
     SESSION_ID_PATTERN,
 )
-from jobhooks.alerts.model import (
+from jobhooks.alerts.limits import (
     DEFAULT_MIN_OUTCOMES as DEFAULT_ALERT_MIN_OUTCOMES,
 )
-from jobhooks.alerts.model import (
+from jobhooks.alerts.limits import (
     DEFAULT_WINDOW as DEFAULT_ALERT_WINDOW,
 )
-from jobhooks.alerts.model import (
+from jobhooks.alerts.limits import (
     MAX_MIN_OUTCOMES as MAX_ALERT_MIN_OUTCOMES,
 )
-from jobhooks.alerts.model import (
+from jobhooks.alerts.limits import (
     MAX_P95_MS as MAX_ALERT_P95_MS,
 )
-from jobhooks.alerts.model import (
+from jobhooks.alerts.limits import (
     MAX_PATTERN_LENGTH as MAX_ALERT_PATTERN_LENGTH,
 )
-from jobhooks.alerts.model import (
+from jobhooks.alerts.limits import (
     MAX_WINDOW as MAX_ALERT_WINDOW,
 )
-from jobhooks.alerts.model import (
+from jobhooks.alerts.limits import (
     MIN_WINDOW as MIN_ALERT_WINDOW,
 )
+from jobhooks.delivery.limits import DELIVERY_ID_PATTERN as DELIVERY_ID_PATTERN
 from jobhooks.delivery.network_policy import MAX_URL_LENGTH
-from jobhooks.delivery_task import DELIVERY_ID_PATTERN as DELIVERY_ID_PATTERN
-from jobhooks.ingest.model import QUARANTINE_ID_PATTERN as QUARANTINE_ID_PATTERN
+from jobhooks.ingest.limits import QUARANTINE_ID_PATTERN as QUARANTINE_ID_PATTERN
 from jobhooks.management.settings import RedriveMethod
 from jobhooks.subscriptions.model import (
     DEFAULT_EVENT_TYPES,
@@ -647,7 +645,7 @@ class RevocationRequest(_Request):
     session_id: str | None = Field(default=None, pattern=SESSION_ID_PATTERN)
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> RevocationRequest:
+    def _exactly_one(self) -> "RevocationRequest":
         if (self.tenant_id is None) == (self.session_id is None):
             raise ValueError("give exactly one of tenant_id and session_id")
         return self

@@ -1,7 +1,5 @@
 """The management API's configuration (docs/architecture.md, "Environment")."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from enum import StrEnum
 

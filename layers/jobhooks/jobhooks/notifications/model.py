@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from jobhooks.inbound.outcome import format_timestamp
+from jobhooks.storage.times import format_timestamp
 from jobhooks.subscriptions.model import NOTIFICATION_EVENT_TYPES, EventType
 
 EVENT_ID_PREFIX: Final = "jobhooks."

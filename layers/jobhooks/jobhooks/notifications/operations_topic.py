@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from jobhooks.inbound.outcome import format_timestamp
 from jobhooks.notifications.model import Notification
+from jobhooks.storage.times import format_timestamp
 
 # SNS subjects are ASCII, at most 100 characters.
 MAX_SUBJECT: Final = 100

@@ -1,7 +1,5 @@
 """What a process that notifies needs (`JOBHOOKS_*`; docs/notifications.md)."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from jobhooks.settings import Settings

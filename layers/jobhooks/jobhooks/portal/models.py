@@ -5,8 +5,6 @@ The portal's API reuses the management answers (`SubscriptionView`, `DeliveryPag
 shape per resource, whoever asks.
 """
 
-from __future__ import annotations
-
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -5,8 +5,6 @@ to the same stream with the same pseudonymization key. `JOBHOOKS_SPILL_FIRST_RET
 `JOBHOOKS_SPILL_MAX_RETRY_SECONDS` bound how long a message that failed again stays hidden.
 """
 
-from __future__ import annotations
-
 from pydantic import Field, ValidationInfo, field_validator
 
 from jobhooks.analytics.settings import AnalyticsSinkSettings

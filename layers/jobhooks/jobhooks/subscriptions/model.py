@@ -8,8 +8,6 @@ the functions below before it builds a `Subscription`, so invalid input fails wi
 `model_dump()` and `repr()`: a dumped subscription is safe to list, log or return from the API.
 """
 
-from __future__ import annotations
-
 import unicodedata
 from collections.abc import Iterable
 from datetime import datetime, timedelta

@@ -1,0 +1,13 @@
+"""Delivery's id shapes, as plain constants: importable without the task model's classes.
+
+The management API checks a delivery id's shape before any lookup, at its cold start;
+`jobhooks.delivery_task`, which makes the ids, re-exports it from here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# A delivery id names its event (a mark and base64url: at most 684 characters for a 512-character
+# ce-id) and tags its subscription; ids made before that are a hash (`legacy_delivery_id_for`).
+DELIVERY_ID_PATTERN: Final = r"^dlv_([0-9a-f]{32}|[A-Za-z0-9_-]{2,684}\.[A-Za-z0-9_-]{8})$"
