@@ -37,16 +37,16 @@ class EndpointHealth(BaseModel):
         """Nothing to reset after a success: the common case, which writes nothing."""
         return self.consecutive_failures == 0 and not self.failing
 
-    def owing(self, notification: OwedNotification) -> EndpointHealth:
+    def owing(self, notification: OwedNotification) -> "EndpointHealth":
         """This health, owing `notification` too (once: one per key)."""
         kept = tuple(o for o in self.owed if o.attribute != notification.attribute)
         return self.model_copy(update={"owed": (*kept, notification)})
 
-    def sent(self, notification: OwedNotification) -> EndpointHealth:
+    def sent(self, notification: OwedNotification) -> "EndpointHealth":
         """This health, no longer owing `notification`."""
         return self.model_copy(update={"owed": tuple(o for o in self.owed if o != notification)})
 
-    def re_enabled(self) -> EndpointHealth:
+    def re_enabled(self) -> "EndpointHealth":
         """An endpoint enabled again starts a clean run; what it owes is still owed."""
         return EndpointHealth(owed=self.owed) if self.owed else HEALTHY
 

@@ -19,8 +19,6 @@ that succeeds costs nothing more: the attribute exists only while a notification
 Pure: the record and its codec; `store.HealthRecords` writes and removes it.
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 from collections.abc import Mapping
