@@ -136,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
         "--kinds", default=",".join(KINDS), help=f"noisy kinds, comma-separated ({KINDS})"
     )
     parser.add_argument("--retry-schedule", default=RETRY_SCHEDULE, help="RetrySchedule")
+    parser.add_argument(
+        "--one-aws-process",
+        action="store_true",
+        help="serve DynamoDB from the same moto process as the other services (before "
+        "`jobhooks dev` gave it its own)",
+    )
     args = parser.parse_args(argv)
     kinds = [kind for kind in args.kinds.split(",") if kind]
     if not kinds or set(kinds) - set(KINDS):
@@ -150,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             capture_stdout=True,
             parameters={"RetrySchedule": args.retry_schedule},
             max_concurrency=args.max_concurrency,
+            dynamodb_apart=not args.one_aws_process,
             on_progress=lambda line: print(f"... {line}", file=sys.stderr),
         )
     )

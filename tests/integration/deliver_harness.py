@@ -160,15 +160,25 @@ class FakeClock:
 
 
 class RecordingSqs:
-    """The real SQS client, with every ChangeMessageVisibility call written down."""
+    """The real SQS client, with every visibility change written down (one per message, a
+    ChangeMessageVisibilityBatch entry as one call would be), and the batch calls counted."""
 
     def __init__(self, client: Any) -> None:
         self._client = client
         self.visibility_changes: list[dict[str, Any]] = []
+        self.visibility_calls = 0
 
     def change_message_visibility(self, **kwargs: Any) -> Any:
         self.visibility_changes.append(kwargs)
+        self.visibility_calls += 1
         return self._client.change_message_visibility(**kwargs)
+
+    def change_message_visibility_batch(self, **kwargs: Any) -> Any:
+        self.visibility_changes += [
+            {"QueueUrl": kwargs["QueueUrl"], **entry} for entry in kwargs["Entries"]
+        ]
+        self.visibility_calls += 1
+        return self._client.change_message_visibility_batch(**kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)

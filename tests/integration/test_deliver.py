@@ -439,6 +439,32 @@ def test_a_slow_endpoint_does_not_hold_back_a_fast_one_in_the_same_batch(
     assert bench.record(fast_task).updated_at <= bench.record(slow_task).updated_at
 
 
+def test_a_batch_hides_its_retries_in_one_call_each_back_when_the_schedule_says(
+    bench: DeliveryBench,
+) -> None:
+    fails_at_once = [bench.receiver(Reply(500)) for _ in range(3)]
+    fails_late = bench.receiver(Reply(500, delay=1.5))
+    tasks = [bench.task(bench.subscribe(r)) for r in [*fails_at_once, fails_late]]
+    bench.enqueue(*tasks)
+
+    started = time.monotonic()
+    stats = bench.run_batch()
+    elapsed = time.monotonic() - started
+
+    assert stats.failed == 4
+    assert bench.sqs.visibility_calls == 1  # not one per retried message
+    delays = {
+        change["ReceiptHandle"]: int(change["VisibilityTimeout"])
+        for change in bench.sqs.visibility_changes
+    }
+    assert len(delays) == 4
+    # The late one settled as the batch ended: its whole delay. The others waited for it, and
+    # that wait (whole seconds) is taken off theirs, so each comes back 5 s after its attempt.
+    assert sorted(delays.values())[-1] == jittered(5)
+    for waited in sorted(jittered(5) - delay for delay in delays.values())[1:]:
+        assert 1 <= waited <= elapsed
+
+
 def test_a_batch_to_ten_one_second_endpoints_takes_about_one_second(
     bench: DeliveryBench,
 ) -> None:

@@ -96,6 +96,28 @@ def test_a_refused_call_fails_as_on_aws_and_is_logged_naming_function_action_and
     assert activity.text.startswith(expected)
 
 
+def test_a_service_on_a_moto_process_of_its_own_is_held_to_the_roles_too(aws: MotoServer) -> None:
+    # `jobhooks dev` serves DynamoDB from a process of its own (AWS_ENDPOINT_URL_DYNAMODB).
+    apart = MotoServer().start()
+    try:
+        resources = provision(
+            fetcher_keys=[demo_key().hex],
+            endpoint_url=aws.endpoint_url,
+            service_endpoints={"dynamodb": apart.endpoint_url},
+        )
+        dynamodb = boto3.session.Session().client("dynamodb", endpoint_url=apart.endpoint_url)
+        assert resources.table_name("ClaimsTable") in dynamodb.list_tables()["TableNames"]
+        with iam.acting_as("IngestFunction"):
+            dynamodb.get_item(**claims_get(resources))
+        with iam.acting_as("AuthorizerFunction"), pytest.raises(ClientError) as raised:
+            dynamodb.get_item(**claims_get(resources))
+        assert raised.value.response["Error"]["Code"] == "AccessDeniedException"
+        (refusal,) = iam.take_refusals()
+        assert refusal.action == GET_CLAIM
+    finally:
+        apart.stop()
+
+
 def test_the_shovel_may_only_send_to_the_ingest_queue_as_deploy_documents(
     stack: LocalResources,
 ) -> None:

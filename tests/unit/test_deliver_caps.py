@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -91,6 +91,9 @@ class Receivers:
 
 class Nowhere:
     def hide(self, receipt_handle: str, seconds: int) -> None:
+        raise AssertionError("nothing is retried here")
+
+    def hide_many(self, hides: Sequence[tuple[str, int]]) -> None:
         raise AssertionError("nothing is retried here")
 
     def park(self, body: str, summary: ParkingSummary) -> str:

@@ -215,8 +215,10 @@ class Stage:
     pages: Pages
 
 
-def stage(poster: object, schedule: RetrySchedule = DEFAULT_SCHEDULE) -> Stage:
-    log, dead_letters, pages = Log(), DeadLetters(), Pages()
+def stage(
+    poster: object, schedule: RetrySchedule = DEFAULT_SCHEDULE, log: Log | None = None
+) -> Stage:
+    log, dead_letters, pages = log or Log(), DeadLetters(), Pages()
     made = FirstAttemptStage(
         dispatcher=dispatcher(poster),  # type: ignore[arg-type]
         settlement=Settlement(
@@ -477,3 +479,32 @@ def test_a_post_already_slower_than_the_budget_sends_the_next_batches_elsewhere_
     assert second.not_attempted is NotAttemptedReason.CIRCUIT_OPEN
     first.join(5)
     assert len(poster.started["https://slow.example/hook"]) == 1
+
+
+class WaitsForAnotherWriter(Log):
+    """An attempt log whose writes each wait until another write is under way too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.together = threading.Barrier(2, timeout=5)
+
+    def record_attempt(self, task: DeliveryTask, status: DeliveryStatus, *args, **kwargs) -> bool:  # type: ignore[no-untyped-def]
+        self.together.wait()  # raises BrokenBarrierError when the writes come one at a time
+        return super().record_attempt(task, status, *args, **kwargs)
+
+
+def test_the_failures_of_a_batch_are_settled_together_not_one_after_another() -> None:
+    log = WaitsForAnotherWriter()
+    made = stage(UsesItsWholeTimeout(hang=False), log=log)
+    a, b = subscription(1), subscription(2)
+
+    report = made.stage.deliver_first([one_event(a, b)])
+
+    assert report.failed == {}
+    assert [o.result for o in report.outcomes] == [DeliveryResult.RETRY_SCHEDULED] * 2
+    # In the order the event's deliveries were given, whichever settled first.
+    assert [t.task.subscription_id for t in report.to_enqueue["fetcher.job.completed.e"]] == [  # type: ignore[union-attr]
+        a.subscription_id,
+        b.subscription_id,
+    ]
+    assert sorted(log.records) == sorted([task_for(a).delivery_id, task_for(b).delivery_id])

@@ -146,6 +146,8 @@ def run_dev(args: argparse.Namespace) -> int:
             parameters=parameters,
             api_port=args.api_port,
             max_concurrency=args.max_concurrency,
+            # As on AWS, DynamoDB does not share a process with the other services.
+            dynamodb_apart=True,
             schedule_intervals={"AlertsFunction": args.alert_interval},
             environment=environment,
             log_level=args.log_level,
@@ -227,6 +229,10 @@ def _print_summary(console: _Console, stack: Any, key: HmacKey, key_origin: str)
         f"  RabbitMQ        {broker.url} ({broker_kind})",
         f"  shovel          exchange fetcher.job.events -> {resources.names['IngestQueue']}",
         f"  local AWS       {stack.aws_endpoint_url} (moto; resources of template.yaml)",
+    ]
+    lines += [
+        f"  local {service:<9} {url} (moto, a process of its own)"
+        for service, url in stack.service_endpoints.items()
     ]
     for logical_id in stack.event_sources:
         function = functions[logical_id]

@@ -8,7 +8,11 @@ In the order an event flows through it:
    can be SIGKILLed, against the local SQS ingest queue.
 3. **the local AWS**: moto's server as a child process, optionally behind a TCP proxy that can
    refuse connections (an AWS outage on demand), with every queue, table, key and secret of
-   template.yaml provisioned from the template itself (`jobhooks_tools.local.template`).
+   template.yaml provisioned from the template itself (`jobhooks_tools.local.template`). With
+   `dynamodb_apart` (`jobhooks dev`, bench/isolation.py), DynamoDB is a moto process of its own
+   (`AWS_ENDPOINT_URL_DYNAMODB`), as AWS's services do not share one: one process answers one
+   request at a time per interpreter lock, so every SQS call of every function waited behind
+   the DynamoDB writes of a tenant whose failing endpoints the deliver function was retrying.
 4. **the functions**: the handlers of `functions/` loaded from their files, each driven by the
    SQS event-source poller with the batch size, timeout and memory the template gives it
    (ingest, deliver and spill), each invocation's AWS calls marked as its function's, where
@@ -141,6 +145,9 @@ class DevStackSettings:
     aws_endpoint_url: str | None = None
     # Put a TcpProxy between everything and the emulator, so tests can make AWS unreachable.
     aws_outage_proxy: bool = False
+    # Serve DynamoDB from a moto process of its own (module docstring, 3.). Only when this stack
+    # starts the emulator and has no outage proxy (one proxy stands for one process).
+    dynamodb_apart: bool = False
     shovel: str = "thread"
     api_port: int | None = 0  # None: no management API; 0: a free port
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
@@ -181,6 +188,8 @@ class DevStack:
             raise ValueError(f"shovel must be one of {SHOVEL_MODES}")
         self.broker: RabbitMQBroker | None = self.settings.broker
         self.moto: MotoServer | None = None
+        # DynamoDB's own moto process (`dynamodb_apart`).
+        self.dynamodb_moto: MotoServer | None = None
         self.aws_proxy: TcpProxy | None = None
         self.resources: LocalResources | None = None
         self.event_sources: dict[str, SqsEventSource] = {}
@@ -231,7 +240,7 @@ class DevStack:
             self._open_data_dir()
             self._find_or_start_broker_in_background()
             self._start_aws()
-            self._set_environment(local_aws_environment(self.aws_endpoint_url))
+            self._set_environment(self._aws_environment())
             self._provision()
             self._set_environment(self.environment())
             self._start_functions()
@@ -273,6 +282,9 @@ class DevStack:
         if self.moto is not None:
             self.moto.stop()
             self.moto = None
+        if self.dynamodb_moto is not None:
+            self.dynamodb_moto.stop()
+            self.dynamodb_moto = None
         self._restore_environment()
         self._close_log()
         for module in self._modules:
@@ -312,6 +324,24 @@ class DevStack:
             raise DevStackError("the local AWS endpoint is not running")
         return self._emulator_url
 
+    @property
+    def service_endpoints(self) -> dict[str, str]:
+        """The services another local endpoint serves, by botocore's name (`dynamodb_apart`)."""
+        if self.dynamodb_moto is None:
+            return {}
+        return {"dynamodb": self.dynamodb_moto.endpoint_url}
+
+    def _aws_environment(self) -> dict[str, str]:
+        """What points boto3 at the local AWS: botocore takes `AWS_ENDPOINT_URL_<SERVICE>` over
+        `AWS_ENDPOINT_URL` for that service."""
+        return {
+            **local_aws_environment(self.aws_endpoint_url),
+            **{
+                f"AWS_ENDPOINT_URL_{service.upper()}": url
+                for service, url in self.service_endpoints.items()
+            },
+        }
+
     def queue_url(self, logical_id: str) -> str:
         return self._resources.queue_url(logical_id)
 
@@ -324,7 +354,7 @@ class DevStack:
 
     def environment(self) -> dict[str, str]:
         """The variables a CLI in another shell needs to talk to this stack directly."""
-        return {**local_aws_environment(self.aws_endpoint_url), **self._function_environment()}
+        return {**self._aws_environment(), **self._function_environment()}
 
     # ------------------------------------------------------------------------------ 1. broker
 
@@ -501,6 +531,8 @@ class DevStack:
             # `jobhooks dev` does not kill the emulator before the shovel and pollers stop.
             with _terminal_interrupts_ignored():
                 self.moto = MotoServer().start()
+                if self.settings.dynamodb_apart and not self.settings.aws_outage_proxy:
+                    self.dynamodb_moto = MotoServer().start()
             self._emulator_url = self.moto.endpoint_url
         if self.settings.aws_outage_proxy:
             host, port = _host_port(self._emulator_url)
@@ -518,6 +550,7 @@ class DevStack:
             parameters={**LOCAL_PARAMETERS, **self.settings.parameters},
             fetcher_keys=[self.settings.key.hex],
             endpoint_url=self.aws_endpoint_url,
+            service_endpoints=self.service_endpoints,
             region=LOCAL_REGION,
         )
 

@@ -27,7 +27,7 @@ import os
 import re
 import secrets
 import string
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -274,6 +274,7 @@ def provision(
     secret_values: Mapping[str, str] | None = None,
     fetcher_keys: Sequence[str] | None = None,
     endpoint_url: str | None = None,
+    service_endpoints: Mapping[str, str] | None = None,
     region: str | None = None,
     session: boto3.session.Session | None = None,
     checkout: str | os.PathLike[str] | None = None,
@@ -287,6 +288,8 @@ def provision(
     value unless one is given here.
     `endpoint_url` defaults to $AWS_ENDPOINT_URL; one of them is required, so this never creates
     anything in a real account by accident (a deployed stack comes from `sam deploy`).
+    `service_endpoints`: the services another local endpoint serves (botocore's service names,
+    e.g. {"dynamodb": url}, as `AWS_ENDPOINT_URL_DYNAMODB` says to the functions).
     `checkout`: where the functions' CodeUri and deploy/ are (default: the template's folder,
     or the checkout's for a template passed as a dict).
     """
@@ -314,22 +317,25 @@ def provision(
         secret_values=values,
         session=session or boto3.session.Session(),
         endpoint_url=endpoint,
+        service_endpoints=service_endpoints or {},
         region=region_name or LOCAL_REGION,
         checkout=Path(checkout),
     )
     resources = provisioner.run()
-    use_roles(resources)
+    use_roles(resources, other_endpoint_urls=(service_endpoints or {}).values())
     return resources
 
 
-def use_roles(resources: LocalResources) -> None:
+def use_roles(resources: LocalResources, *, other_endpoint_urls: Iterable[str] = ()) -> None:
     """From now on the functions of this process call AWS as the principals of `resources`
     (the IAM guard, jobhooks_tools.local.iam). `provision` does it; a stack put back as it was
     provisioned (the tests restore a snapshot of moto instead of provisioning again) does it
-    again, since another stack's principals may have been used since."""
+    again, since another stack's principals may have been used since. `other_endpoint_urls`:
+    the local endpoints of services served by another process (`service_endpoints`)."""
     iam_guard.use(
         resources.principals.values(),
         endpoint_url=resources.endpoint_url,
+        other_endpoint_urls=list(other_endpoint_urls),
         secret_arns={
             resources.names[k]: arn
             for k, arn in resources.refs.items()
@@ -363,6 +369,7 @@ class _Provisioner:
         endpoint_url: str,
         region: str,
         checkout: Path,
+        service_endpoints: Mapping[str, str] | None = None,
     ) -> None:
         self._resources: Mapping[str, Any] = template["Resources"]
         self._conditions: Mapping[str, Any] = template.get("Conditions") or {}
@@ -370,6 +377,7 @@ class _Provisioner:
         self._prefix = prefix
         self._region = region
         self._endpoint_url = endpoint_url
+        self._service_endpoints = dict(service_endpoints or {})
         self._session = session
         self._clients: dict[str, Any] = {}
         self._parameters = self._parameter_values(template.get("Parameters") or {}, parameters)
@@ -669,7 +677,9 @@ class _Provisioner:
     def _client(self, service: str) -> Any:
         if service not in self._clients:
             self._clients[service] = self._session.client(
-                service, endpoint_url=self._endpoint_url, region_name=self._region
+                service,
+                endpoint_url=self._service_endpoints.get(service, self._endpoint_url),
+                region_name=self._region,
             )
         return self._clients[service]
 

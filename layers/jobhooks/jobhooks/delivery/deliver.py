@@ -15,9 +15,14 @@ For one task (`Deliverer.deliver_task`), in order:
    `webhook-id`;
 5. the settle step (`settle`, shared with ingest's first attempts): 2xx: `succeeded`, acked.
    410: the subscription is disabled, the delivery is `gone`, acked. Anything else: `pending`,
-   the message is hidden for the schedule's delay (ChangeMessageVisibility) and reported as a
-   batch item failure; after the last attempt the delivery is `parked` in the delivery DLQ and
-   acked.
+   the message is hidden for the schedule's delay and reported as a batch item failure; after
+   the last attempt the delivery is `parked` in the delivery DLQ and acked.
+
+A batch hides its retried messages together once every record is done: one
+ChangeMessageVisibilityBatch for up to ten, each for its delay less the seconds since its
+attempt settled, so it comes back when the schedule says. A failing endpoint's retries cost
+one SQS call a batch, not one each: fewer calls billed, and less for the tenants beside it to
+wait behind on a shared local emulator (docs/performance.md, "Isolation between tenants").
 
 The attempt number is the message's ApproximateReceiveCount plus the attempts made before the
 task was enqueued (`attempts_made`: 1 when ingest's first attempt failed), so an invocation that
@@ -157,13 +162,14 @@ class Deliverer:
         records = list(event.get("Records") or [])
         deadline = self._monotonic() + remaining_ms() / 1000 if remaining_ms is not None else None
         futures: list[tuple[str, Future[DeliveryOutcome]]] = []
+        hides = _Hides(self._monotonic)
         for record in records:
             message = DeliveryMessage.from_record(record)
             tenant, endpoint = _fair_share_keys(message)
             future = self._pool.submit(
                 tenant,
                 endpoint,
-                functools.partial(self._deliver_in_time, message, deadline),
+                functools.partial(self._deliver_in_time, message, deadline, hides),
                 per_tenant=self._max_per_tenant,
                 per_endpoint=self._max_per_endpoint,
             )
@@ -183,6 +189,11 @@ class Deliverer:
             outcomes.append(outcome)
             if not outcome.acked:
                 failures.append({"itemIdentifier": message_id})
+        if hides.due:
+            try:
+                self._queue.hide_many(hides.now_due())
+            except Exception:  # best effort, as one hide: they come back after the queue's timeout
+                _log.exception("hiding the batch's retried messages failed")
         if self._metrics is not None and outcomes:
             try:
                 self._metrics.record_outcomes(outcomes)
@@ -190,7 +201,9 @@ class Deliverer:
                 _log.exception("recording delivery metrics failed")
         return {"batchItemFailures": failures}
 
-    def _deliver_in_time(self, message: DeliveryMessage, deadline: float | None) -> DeliveryOutcome:
+    def _deliver_in_time(
+        self, message: DeliveryMessage, deadline: float | None, hides: _Hides | None = None
+    ) -> DeliveryOutcome:
         needed = self._post_timeout + _RECORDING_MARGIN_SECONDS
         if deadline is not None and self._monotonic() + needed > deadline:
             _log.warning(
@@ -199,12 +212,17 @@ class Deliverer:
                 extra={"message_id": message.message_id},
             )
             return DeliveryOutcome(DeliveryResult.NOT_STARTED)
-        return self.deliver_task(message)
+        return self.deliver_task(message, hides=hides)
 
     # -- one task ----------------------------------------------------------------------------
 
-    def deliver_task(self, message: DeliveryMessage) -> DeliveryOutcome:
+    def deliver_task(
+        self, message: DeliveryMessage, *, hides: _Hides | None = None
+    ) -> DeliveryOutcome:
         """Deliver one task now; what became of it. Raises only for AWS errors (DynamoDB, SQS).
+
+        `hides`: where a retry's message is noted to be hidden with the batch's others (see the
+        module docstring); None hides it at once.
 
         The duplicate check reads the delivery's record (one strongly consistent GetItem). A
         task the attempt log has no record of, and that is not a replay, also asks whether
@@ -254,7 +272,7 @@ class Deliverer:
                 # Kept as `skipped`, for `recover` once it is active again.
                 return self.settlement.skip(task, fresh)
             subscription = fresh
-        source = _QueuedAttempt(self._log, self._queue, message, existing)
+        source = _QueuedAttempt(self._log, self._queue, message, existing, hides)
 
         # Attempts ingest made before enqueueing (its first attempt) count: the first receive
         # of such a task is attempt 2, and the schedule's end comes as many receives sooner.
@@ -351,6 +369,7 @@ class _QueuedAttempt:
     queue: QueueMessages
     message: DeliveryMessage
     existing: DeliveryRecord | None
+    hides: _Hides | None = None
 
     @property
     def logged_attempts(self) -> int:
@@ -367,11 +386,42 @@ class _QueuedAttempt:
             self.log.append_attempt(task, attempt)  # a duplicate task succeeded first
 
     def retry_later(self, task: DeliveryTask, delay_seconds: int) -> int:
-        self.queue.hide(self.message.receipt_handle, delay_seconds)
+        if self.hides is not None:
+            self.hides.add(self.message.receipt_handle, delay_seconds)
+        else:
+            self.queue.hide(self.message.receipt_handle, delay_seconds)
         return delay_seconds
 
     def parked_body(self, task: DeliveryTask) -> str:
         return self.message.body  # the task as it arrived: a redrive delivers it again
+
+
+class _Hides:
+    """The retried messages of one batch, hidden together once the batch is done."""
+
+    def __init__(self, monotonic: Callable[[], float]) -> None:
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._due: list[tuple[str, int, float]] = []  # receipt handle, delay, when noted
+
+    @property
+    def due(self) -> bool:
+        with self._lock:
+            return bool(self._due)
+
+    def add(self, receipt_handle: str, delay_seconds: int) -> None:
+        with self._lock:
+            self._due.append((receipt_handle, delay_seconds, self._monotonic()))
+
+    def now_due(self) -> list[tuple[str, int]]:
+        """Each message with what is left of its delay: the seconds since its attempt settled
+        are taken off (whole seconds, so it never comes back before the schedule says)."""
+        now = self._monotonic()
+        with self._lock:
+            return [
+                (receipt_handle, max(0, delay - int(now - noted)))
+                for receipt_handle, delay, noted in self._due
+            ]
 
 
 def _fair_share_keys(message: DeliveryMessage) -> tuple[str, str]:

@@ -26,6 +26,10 @@ Each task ends as one `DeliveryOutcome`:
   open (`circuit_breaker`), the deadline came before the POST could start, or the attempt
   raised (a bug: logged); the task is enqueued as it would be without first attempts.
 
+The outcomes that write (a failure's record and its endpoint's health, a 410's, a skip) are
+settled concurrently (`settle_concurrency`): the invocation, and so its poller, is held for one
+round of writes, not one per failed endpoint.
+
 The pool is shared fairly (`fair_pool`): POSTs start in turn across tenants, and each tenant of
 the batch gets an equal share of the workers. A POST still running when the deadline passes (the
 HTTP client's own watchdog should have ended it), or past the latency budget once nothing else
@@ -46,7 +50,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -77,6 +81,9 @@ _log = logging.getLogger(__name__)
 PageSpill = Callable[[Sequence[FirstAttemptPage], Exception], bool]
 
 DEFAULT_PHASE_SECONDS: Final = 5.0
+# How many attempts of a batch settle at once (each failed one writes its record and its
+# endpoint's health).
+DEFAULT_SETTLE_CONCURRENCY: Final = 8
 # An answer slower than this, even a 2xx, opens the endpoint's circuit like a failure: its next
 # deliveries go through the deliver function instead of holding everyone's ingest invocation.
 DEFAULT_LATENCY_BUDGET_SECONDS: Final = 1.0
@@ -147,13 +154,20 @@ class FirstAttemptStage:
         dispatcher: FirstAttemptDispatcher,
         settlement: Settlement,
         pages: FirstAttemptPages,
+        settle_concurrency: int = DEFAULT_SETTLE_CONCURRENCY,
     ) -> None:
+        if settle_concurrency < 1:
+            raise ValueError("settle_concurrency must be at least 1")
         self.dispatcher = dispatcher
         self.settlement = settlement
         self._pages = pages
+        self._settlers = ThreadPoolExecutor(
+            max_workers=settle_concurrency, thread_name_prefix="first-attempt-settle"
+        )
 
     def close(self) -> None:
         self.dispatcher.close()
+        self._settlers.shutdown(wait=False, cancel_futures=True)
 
     def deliver_first(
         self,
@@ -172,22 +186,27 @@ class FirstAttemptStage:
         posted = self.dispatcher.attempt(pairs, remaining_ms=remaining_ms) if pairs else []
         # The settle step's observers judge an attempt by the subscription as it was matched.
         matched = {task.delivery_id: subscription for task, subscription in pairs}
-        by_event: dict[str, list[Posted]] = {}
-        for one in posted:
-            by_event.setdefault(one.task.event_id, []).append(one)
+        settled = self._settle_all(posted, matched)
+        by_event: dict[str, list[_Settled]] = {}
+        for one in settled:
+            by_event.setdefault(one.posted.task.event_id, []).append(one)
         report = FirstAttemptReport()
         outcomes: list[DeliveryOutcome] = []
         pages: dict[tuple[str, str], list[tuple[str, FirstAttempt]]] = {}
         tenants: dict[str, str] = {}
         for event in events:
             source = _FirstAttemptOf()
-            try:
-                for one in by_event.get(event.event_id, ()):
-                    outcomes.append(self._settle(one, source, matched.get(one.task.delivery_id)))
-            except Exception as error:
+            mine = by_event.get(event.event_id, [])
+            error = next((one.error for one in mine if one.error is not None), None)
+            if error is not None:
                 # Its retry makes the attempts again and pages its successes then.
                 report.failed[event.event_id] = error
                 continue
+            for one in mine:
+                assert one.outcome is not None
+                outcomes.append(one.outcome)
+                source.queued.extend(one.source.queued)
+                source.successes.extend(one.source.successes)
             report.to_enqueue[event.event_id] = source.queued
             for subscription_id, success in source.successes:
                 tenants[subscription_id] = event.tenant_id
@@ -196,6 +215,35 @@ class FirstAttemptStage:
                 )
         self._write_pages(pages, tenants, report, spill_pages)
         return FirstAttemptReport(report.to_enqueue, report.failed, tuple(outcomes))
+
+    def _settle_all(
+        self, posted: Sequence[Posted], matched: dict[str, Subscription]
+    ) -> list[_Settled]:
+        """Settle every attempt, each with a source of its own; in the order given.
+
+        The ones that write (a failure's record and its endpoint's health, a 410's disable, a
+        skip) run concurrently: a batch whose new endpoints all failed has two writes or more
+        per attempt to make, and its poller takes no other batch until they are made. One
+        after another they held an invocation longer than the latency budget it had already
+        waited (docs/performance.md, "Isolation between tenants"). A success is kept in
+        memory (its page is written once for the batch) and settles here, in order."""
+        settled = [_Settled(one) for one in posted]
+        writing = [one for one in settled if _writes(one.posted)]
+        if len(writing) > 1:
+            futures = [self._settlers.submit(self._settle_one, one, matched) for one in writing]
+            wait_for(futures)
+        for one in settled:
+            if one.outcome is None and one.error is None:
+                self._settle_one(one, matched)
+        return settled
+
+    def _settle_one(self, one: _Settled, matched: dict[str, Subscription]) -> None:
+        try:
+            one.outcome = self._settle(
+                one.posted, one.source, matched.get(one.posted.task.delivery_id)
+            )
+        except Exception as error:
+            one.error = error
 
     def _settle(
         self, posted: Posted, source: _FirstAttemptOf, subscription: Subscription | None
@@ -241,6 +289,24 @@ class FirstAttemptStage:
                 for event_id, _ in entries:
                     report.failed.setdefault(event_id, error)
                     report.to_enqueue.pop(event_id, None)
+
+
+@dataclass(slots=True)
+class _Settled:
+    """One attempt being settled: its own source (what to enqueue, what to page), then its
+    outcome, or what it raised."""
+
+    posted: Posted
+    source: _FirstAttemptOf = field(default_factory=lambda: _FirstAttemptOf())
+    outcome: DeliveryOutcome | None = None
+    error: Exception | None = None
+
+
+def _writes(posted: Posted) -> bool:
+    """Whether settling it writes (anything but a success, or a task left to the queue)."""
+    if posted.not_attempted is NotAttemptedReason.SUBSCRIPTION_DISABLED:
+        return True
+    return posted.attempt is not None and failure_class_of(posted.attempt) is not None
 
 
 class _FirstAttemptOf:

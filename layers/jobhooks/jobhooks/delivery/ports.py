@@ -92,6 +92,9 @@ class QueueMessages(Protocol):
     def hide(self, receipt_handle: str, seconds: int) -> None:
         """Bring the message back after `seconds`; best effort (it comes back anyway)."""
 
+    def hide_many(self, hides: Sequence[tuple[str, int]]) -> None:
+        """`hide` each (receipt handle, seconds), in as few calls as the queue takes."""
+
 
 class DeadLetters(Protocol):
     """The delivery DLQ (`queues.DeliveryDlq`)."""

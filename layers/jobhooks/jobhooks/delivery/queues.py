@@ -7,13 +7,17 @@ holds an SQS client; tests pass in-memory fakes.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
 from jobhooks.delivery.parking import ParkingSummary, park_delivery
 
 _log = logging.getLogger(__name__)
+
+# ChangeMessageVisibilityBatch takes at most 10 entries.
+MAX_BATCH_ENTRIES: Final = 10
 
 
 class DeliveryQueueMessages:
@@ -35,6 +39,36 @@ class DeliveryQueueMessages:
                 "could not delay the next attempt: %s",
                 error.response.get("Error", {}).get("Code", "unknown"),
             )
+
+    def hide_many(self, hides: Sequence[tuple[str, int]]) -> None:
+        """One ChangeMessageVisibilityBatch per 10 messages; best effort as `hide` (a message
+        not hidden comes back after the visibility already in effect)."""
+        for start in range(0, len(hides), MAX_BATCH_ENTRIES):
+            entries = [
+                {"Id": str(n), "ReceiptHandle": receipt_handle, "VisibilityTimeout": seconds}
+                for n, (receipt_handle, seconds) in enumerate(
+                    hides[start : start + MAX_BATCH_ENTRIES]
+                )
+            ]
+            try:
+                response = self._sqs.change_message_visibility_batch(
+                    QueueUrl=self.queue_url, Entries=entries
+                )
+            except ClientError as error:
+                _log.warning(
+                    "could not delay %d next attempts: %s",
+                    len(entries),
+                    error.response.get("Error", {}).get("Code", "unknown"),
+                )
+                continue
+            failed = response.get("Failed") or []
+            if failed:
+                _log.warning(
+                    "could not delay %d of %d next attempts: %s",
+                    len(failed),
+                    len(entries),
+                    ", ".join(sorted({str(f.get("Code", "unknown")) for f in failed})),
+                )
 
 
 class DeliveryDlq:

@@ -57,7 +57,7 @@ _principals: dict[str, Principal] = {}
 _code: list[tuple[str, str]] = []
 _by_filename: dict[str, str | None] = {}
 _call_site: CallSite | None = None
-_endpoint: str | None = None
+_endpoints: tuple[str, ...] = ()
 _refusals: list[Refusal] = []
 _exercised: set[Grant] = set()
 # Every grant of every principal used in this process (the least-privilege report's universe).
@@ -116,19 +116,25 @@ def use(
     principals: Iterable[Principal],
     *,
     endpoint_url: str | None = None,
+    other_endpoint_urls: Iterable[str] = (),
     secret_arns: Mapping[str, str] | None = None,
     key_aliases: Mapping[str, str] | None = None,
 ) -> None:
     """Evaluate calls against these principals from now on (the latest provisioned stack).
 
-    `endpoint_url`: the local stack's AWS endpoint; only calls sent there are enforced (a test
-    that stubs a client for real AWS is not talking to the local stack). `secret_arns` (secret
-    name -> ARN) and `key_aliases` (KMS alias -> key id) are the local names a call may use
-    where IAM authorizes the full ARN."""
-    global _call_site, _endpoint
+    `endpoint_url`: the local stack's AWS endpoint; only calls sent there, or to one of
+    `other_endpoint_urls` (the processes that serve some services of the stack on their own),
+    are enforced (a test that stubs a client for real AWS is not talking to the local stack).
+    `secret_arns` (secret name -> ARN) and `key_aliases` (KMS alias -> key id) are the local
+    names a call may use where IAM authorizes the full ARN."""
+    global _call_site, _endpoints
     listed = list(principals)
     with _lock:
-        _endpoint = endpoint_url.rstrip("/") if endpoint_url else None
+        _endpoints = (
+            tuple(url.rstrip("/") for url in (endpoint_url, *other_endpoint_urls) if url)
+            if endpoint_url
+            else ()
+        )
         _names["secrets"] = dict(secret_arns or {})
         _names["aliases"] = dict(key_aliases or {})
         _principals.clear()
@@ -262,8 +268,8 @@ def _before_call(model: Any, params: Any = None, context: Any = None, **_: Any) 
     service, refusals, exercised = judged
     url = str((params or {}).get("url", ""))
     with _lock:
-        endpoint = _endpoint
-    if endpoint is not None and not url.startswith(endpoint + "/") and url != endpoint:
+        endpoints = _endpoints
+    if endpoints and not any(url.startswith(e + "/") or url == e for e in endpoints):
         return
     with _lock:
         _exercised.update(exercised)
