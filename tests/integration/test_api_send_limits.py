@@ -7,7 +7,9 @@ every instance of the function: here, two separately loaded API modules share it
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from jobhooks_tools.local.template import LocalResources
@@ -25,6 +27,13 @@ def receiver() -> Iterator[Receiver]:
     receiver = Receiver()
     yield receiver
     receiver.stop()
+
+
+def _wait_for_the_early_part_of_a_minute(latest_second: int = 20) -> None:
+    """Returns once the wall clock is at most `latest_second` into its minute, so what follows
+    (a few seconds, even on a loaded machine) stays within one minute's budget."""
+    while datetime.now(UTC).second > latest_second:
+        time.sleep(0.1)
 
 
 def test_a_tenants_replays_and_test_sends_are_limited_per_minute(
@@ -46,6 +55,9 @@ def test_a_tenants_replays_and_test_sends_are_limited_per_minute(
 
         acme = InProcessApi(operator.module, caller_arn=ACME_CI)
         test_send = f"/v1/subscriptions/{ids['acme']}/test"
+        # The budget is per calendar minute: a burst straddling a minute's end starts a fresh
+        # budget halfway and its refused send is granted (a loaded run failed so at :59).
+        _wait_for_the_early_part_of_a_minute()
         answers = [acme.post(test_send) for _ in range(PER_MINUTE)]
         assert [a.status for a in answers] == [200] * PER_MINUTE, [a.text for a in answers]
 
