@@ -42,9 +42,9 @@ import pika
 from jobhooks_tools.local.moto_server import (
     LOCAL_REGION,
     MotoServer,
-    free_port,
     local_aws_environment,
 )
+from jobhooks_tools.local.ports import free_port
 from jobhooks_tools.local.rabbitmq import (
     OutgoingMessage,
     RabbitMQBroker,

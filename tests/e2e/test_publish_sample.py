@@ -14,7 +14,8 @@ import pytest
 from jobhooks.inbound.envelope import ForwardedMessage
 from jobhooks.inbound.job_events import VerificationPolicy, read_job_event
 from jobhooks.inbound.rejection import RejectedMessageError
-from jobhooks_tools.local.rabbitmq import RabbitMQBroker, free_port
+from jobhooks_tools.local.ports import free_port
+from jobhooks_tools.local.rabbitmq import RabbitMQBroker
 from jobhooks_tools.sample_events import demo_key
 
 pytestmark = [pytest.mark.rabbitmq]

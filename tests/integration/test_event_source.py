@@ -33,7 +33,8 @@ from jobhooks_tools.local.event_source import (
     SqsUnavailableError,
     failed_item_ids,
 )
-from jobhooks_tools.local.moto_server import MotoServer, free_port
+from jobhooks_tools.local.moto_server import MotoServer
+from jobhooks_tools.local.ports import free_port
 
 Event = dict[str, Any]
 

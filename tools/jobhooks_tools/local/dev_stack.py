@@ -69,9 +69,9 @@ from jobhooks_tools.local.gateway import LOCAL_PARAMETERS
 from jobhooks_tools.local.moto_server import (
     LOCAL_REGION,
     MotoServer,
-    free_port,
     local_aws_environment,
 )
+from jobhooks_tools.local.ports import free_port
 from jobhooks_tools.local.rabbitmq import (
     DEFAULT_AMQP_URL,
     RabbitMQBroker,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+
+from jobhooks_tools.local.ports import free_port
 
 LOCAL_REGION = "us-east-1"
 # moto accepts any credentials; these make boto3 sign requests without touching ~/.aws.
@@ -32,12 +33,6 @@ _START_TRIES = 3
 
 class _ExitedWhileStarting(RuntimeError):
     """moto's server exited before it answered (its port taken meanwhile, most often)."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def local_aws_environment(endpoint_url: str) -> dict[str, str]:

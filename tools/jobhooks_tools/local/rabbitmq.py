@@ -34,6 +34,8 @@ from typing import Any, BinaryIO
 import pika
 import pika.exceptions
 
+from jobhooks_tools.local.ports import steady_port
+
 DEFAULT_AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 INSTALL_COMMAND = "sudo apt-get update && sudo apt-get install -y rabbitmq-server"
 
@@ -79,12 +81,6 @@ class RabbitMQNotInstalledError(RabbitMQError):
             "no RabbitMQ broker is reachable and rabbitmq-server is not installed; "
             f"install it with: {INSTALL_COMMAND} (or run scripts/ensure-rabbitmq.sh)"
         )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def is_reachable(url: str, timeout: float = 3.0) -> bool:
@@ -290,9 +286,11 @@ def with_vhost(url: str, vhost: str) -> str:
 class PrivateRabbitMQNode:
     """One RabbitMQ node of its own: temporary directory, spare loopback ports, unique name."""
 
-    amqp_port: int = field(default_factory=free_port)
-    dist_port: int = field(default_factory=free_port)
-    epmd_port: int = field(default_factory=free_port)
+    # `restart()` listens again on these ports: outside the ephemeral range, no client
+    # socket of anything else running can take one in the gap.
+    amqp_port: int = field(default_factory=steady_port)
+    dist_port: int = field(default_factory=steady_port)
+    epmd_port: int = field(default_factory=steady_port)
     nodename: str = field(default_factory=lambda: f"jobhooks-{uuid.uuid4().hex[:12]}@localhost")
     directory: Path | None = None
     _server: subprocess.Popen[bytes] | None = None

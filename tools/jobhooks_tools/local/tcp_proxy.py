@@ -20,6 +20,8 @@ import socket
 import threading
 from types import TracebackType
 
+from jobhooks_tools.local.ports import steady_port
+
 _CHUNK = 65536
 # How often the accept loop notices refuse()/stop(); also bounds how long they take.
 _POLL_SECONDS = 0.05
@@ -31,11 +33,13 @@ class TcpProxy:
         target_host: str,
         target_port: int,
         listen_host: str = "127.0.0.1",
-        listen_port: int = 0,
+        listen_port: int | None = None,
     ) -> None:
         self.target = (target_host, target_port)
         self.host = listen_host
-        self.port = listen_port
+        # `accept()` after `refuse()` listens again on this port: outside the ephemeral range,
+        # no client socket can take it while the proxy plays dead.
+        self.port = steady_port(listen_host) if listen_port is None else listen_port
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
         self._accept_thread: threading.Thread | None = None
