@@ -43,6 +43,7 @@ from jobhooks.management.context import (
 from jobhooks.management.routes.dependencies import operator_patterns, portal_context
 from jobhooks.management.settings import ManagementSettings
 from jobhooks_tools.local.api_server import (
+    WarmAuthorizer,
     api_gateway_event,
     load_api_module,
     load_portal_module,
@@ -170,6 +171,17 @@ class InProcessApi:
         for cookie in answer.get("cookies") or []:
             answered["set-cookie"] = str(cookie)
         return ApiAnswer(int(answer["statusCode"]), parsed, text, answered)
+
+    def function_loggers(self) -> list[Any]:
+        """The Powertools loggers of every function a request may reach: the API, the portal
+        and the gateway's authorizers. Each function module names its own service (the
+        environment at its import), so the API's logger alone misses the others' lines."""
+        loggers = [self.module.logger, self.portal.logger]
+        if self.gateway is not None:
+            for authorizer in self.gateway.authorizers.values():
+                if isinstance(authorizer, WarmAuthorizer):
+                    loggers.append(authorizer.module.logger)
+        return loggers
 
     def get(self, path: str, **query: Any) -> ApiAnswer:
         return self.call("GET", path, query={k: v for k, v in query.items() if v is not None})
@@ -445,18 +457,26 @@ class LoggedLine:
 
 
 @contextlib.contextmanager
-def api_log(module: ModuleType) -> Iterator[list[LoggedLine]]:
-    """Every line the API function's logger writes while the block runs, as it writes it."""
+def api_log(*loggers: Any) -> Iterator[list[LoggedLine]]:
+    """Every line these functions' loggers (Powertools `Logger`s) write while the block runs,
+    as each writes it. Loggers of one service name share one logging.Logger: it is collected
+    once."""
     lines: list[LoggedLine] = []
 
     class Collect(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             lines.append(LoggedLine(record.levelname, self.format(record)))
 
-    collector = Collect()
-    collector.setFormatter(module.logger.registered_formatter)
-    module.logger.addHandler(collector)
+    attached: dict[int, tuple[logging.Logger, Collect]] = {}
+    for logger in loggers:
+        underlying = getattr(logger, "_logger", logger)
+        if id(underlying) not in attached:
+            collector = Collect()
+            collector.setFormatter(logger.registered_formatter)
+            underlying.addHandler(collector)
+            attached[id(underlying)] = (underlying, collector)
     try:
         yield lines
     finally:
-        module.logger.removeHandler(collector)
+        for underlying, collector in attached.values():
+            underlying.removeHandler(collector)

@@ -177,7 +177,7 @@ def context(stack: LocalResources, api: InProcessApi) -> Iterator[ManagementCont
 def test_unreadable_body_is_refused_with_a_warning_and_no_body_in_the_log(
     api: InProcessApi, context: ManagementContext, bad: BadBody
 ) -> None:
-    with api_log(api.module) as lines:
+    with api_log(api.module.logger) as lines:
         answer = api.call("POST", bad.path, raw_body=bad.body, content_type=bad.content_type)
 
     assert (answer.status, answer.error["code"]) == (bad.status, bad.code), answer.text

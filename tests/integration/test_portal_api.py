@@ -371,7 +371,7 @@ def test_no_token_or_cookie_reaches_a_log(
 ) -> None:
     # Even with Powertools told to log every event.
     monkeypatch.setenv("POWERTOOLS_LOGGER_LOG_EVENT", "true")
-    with api_log(api.module) as lines:
+    with api_log(*api.function_loggers()) as lines:
         link = issue_link(api, "acme").body["url"]
         token = link_token(link)
         opened = exchange(api, token)

@@ -340,27 +340,41 @@ def _kept_warm(load: Callable[[str], ApiHandler]) -> Callable[[str], ApiHandler]
     return handler_of
 
 
+class WarmAuthorizer:
+    """A Lambda authorizer's handler, imported on the first request that needs it (as Lambda
+    would cold-start it) and kept warm after: finding it again reads template.yaml, a second
+    of CPU per request."""
+
+    def __init__(self, name: str, logical_id: str, template_path: str | Path | None) -> None:
+        self.name = name
+        self._logical_id = logical_id
+        self._template_path = template_path
+        self._found: tuple[ModuleType, str] | None = None
+
+    @property
+    def module(self) -> ModuleType:
+        """The function's module, imported now if no request has needed it yet."""
+        if self._found is None:
+            self._found = _function(
+                self._logical_id, self._template_path, module_name=f"authorizer_{self.name}"
+            )
+        return self._found[0]
+
+    def __call__(self, event: dict[str, Any], context: Any) -> Any:
+        self.module  # noqa: B018 - imports the function on its first request
+        assert self._found is not None
+        return _handler_of(self._found)(event, context)
+
+
 def load_gateway(
     template_path: str | Path | None = None, *, caller_arn: str = LOCAL_OPERATOR_ARN
 ) -> LocalGateway:
     """template.yaml's routes, with each Lambda authorizer's handler loaded from its CodeUri."""
     routes, authorizer_functions = read_routes(template_path)
 
-    def authorizer(name: str, logical_id: str) -> ApiHandler:
-        # Imported on the first request that needs it, as Lambda would cold-start it, and kept
-        # warm after: finding it again reads template.yaml, a second of CPU per request.
-        warm: list[ApiHandler] = []
-
-        def run(event: dict[str, Any], context: Any) -> Any:
-            if not warm:
-                module = _function(logical_id, template_path, module_name=f"authorizer_{name}")
-                warm.append(_handler_of(module))
-            return warm[0](event, context)
-
-        return run
-
     authorizers = {
-        name: authorizer(name, logical_id) for name, logical_id in authorizer_functions.items()
+        name: WarmAuthorizer(name, logical_id, template_path)
+        for name, logical_id in authorizer_functions.items()
     }
 
     def context(event: dict[str, Any]) -> LambdaContext:
