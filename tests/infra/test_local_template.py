@@ -21,6 +21,7 @@ from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import (
     LocalResources,
     LocalTemplateError,
+    find_template,
     load_template,
     provision,
 )
@@ -333,3 +334,16 @@ def test_the_dev_stack_takes_fractional_batching_windows_per_function(
     assert stack.batching_window(resources.functions["IngestFunction"]) == 0.5
     # A function without an override keeps the template's window (0 by default).
     assert stack.batching_window(resources.functions["DeliverFunction"]) == 0.0
+
+
+def test_the_checkouts_template_is_found_from_any_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A directory outside the checkout, with a decoy template.yaml above the working directory:
+    # the checkout this package lives in wins over a search from the working directory.
+    (tmp_path / "template.yaml").write_text("Resources: {}\n")
+    elsewhere = tmp_path / "somewhere" / "else"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("JOBHOOKS_TEMPLATE", raising=False)
+    assert find_template() == ROOT / "template.yaml"

@@ -161,7 +161,7 @@ def find_template(path: str | os.PathLike[str] | None = None) -> Path:
         candidates = [Path(os.environ[TEMPLATE_ENV_VAR])]
     else:
         # tools/jobhooks_tools/local/template.py -> the repository root
-        checkout = Path(__file__).resolve().parents[4] / "template.yaml"
+        checkout = Path(__file__).resolve().parents[3] / "template.yaml"
         cwd = Path.cwd()
         candidates = [checkout, *(directory / "template.yaml" for directory in (cwd, *cwd.parents))]
     for candidate in candidates:
