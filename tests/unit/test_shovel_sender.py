@@ -7,7 +7,6 @@ In-memory fakes stand in for the broker side (an owner recording acks and parks)
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,6 +50,33 @@ class RecordingOwner:
     def park(self, deliveries: Sequence[PendingDelivery], reason: str, detail: str) -> None:
         self.parked += [(item.delivery_tag, reason, detail) for item in deliveries]
         self.outbox.settle(deliveries)
+
+
+class PacedClock:
+    """A monotonic clock the test moves: the outbox's linger is measured on it."""
+
+    def __init__(self) -> None:
+        self._now = 1_000.0
+        self._lock = threading.Condition()
+        self._reads = 0
+
+    def __call__(self) -> float:
+        with self._lock:
+            self._reads += 1
+            self._lock.notify_all()
+            return self._now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._now += seconds
+
+    def advance_when_waited(self, seconds: float) -> None:
+        """Advances once the outbox has read the clock twice more (its deadline, then the time
+        left before it waits), so the advance lands while it lingers."""
+        with self._lock:
+            start = self._reads
+            self._lock.wait_for(lambda: self._reads >= start + 2, timeout=10)
+            self._now += seconds
 
 
 def broker_side() -> tuple[RecordingOwner, Outbox]:
@@ -286,7 +312,8 @@ def test_a_delivery_acked_once_is_never_acked_again() -> None:
 def test_by_default_a_burst_arriving_over_tens_of_milliseconds_goes_out_ten_to_a_call() -> None:
     # Jobs that finish together reach the shovel a few milliseconds apart, not at once. The
     # default linger (100 ms) waits for them: one SendMessageBatch per 10 (docs/cost.md); at the
-    # 20 ms it was, a message every 5 ms went out 4 to a call.
+    # 20 ms it was, a message every 5 ms went out 4 to a call. The outbox's clock advances 5 ms
+    # per arrival, so a busy machine delaying the arriving thread cannot change the spacing.
     settings = load_settings(
         {
             "amqp_url": "amqp://guest:guest@127.0.0.1:5672/%2F",
@@ -295,12 +322,14 @@ def test_by_default_a_burst_arriving_over_tens_of_milliseconds_goes_out_ten_to_a
         {},
     )
     assert settings.batch_linger_ms == 100
-    owner, outbox = broker_side()
+    clock = PacedClock()
+    outbox = Outbox(10, 1_048_576, clock=clock)
+    owner = RecordingOwner(outbox)
 
     def arrive() -> None:
         for tag in range(20):
             outbox.put(pending(owner, tag))
-            time.sleep(0.005)
+            clock.advance(0.005)
 
     arriving = threading.Thread(target=arrive)
     arriving.start()
@@ -308,3 +337,23 @@ def test_by_default_a_burst_arriving_over_tens_of_milliseconds_goes_out_ten_to_a
     arriving.join()
 
     assert taken == [10, 10]
+
+
+def test_a_burst_spaced_wider_than_the_linger_goes_out_one_to_a_call() -> None:
+    # The other side of the same rule: messages further apart than the linger do not wait for
+    # each other (the clock is the outbox's; each arrival comes 150 ms after the one before).
+    clock = PacedClock()
+    outbox = Outbox(10, 1_048_576, clock=clock)
+    owner = RecordingOwner(outbox)
+    taken: list[int] = []
+
+    for tag in range(3):
+        outbox.put(pending(owner, tag))
+        # The linger ends when the clock passes it: the taker waits for the clock, not for
+        # real time, so advance it from another thread once the taker is waiting.
+        advancing = threading.Thread(target=clock.advance_when_waited, args=(0.15,))
+        advancing.start()
+        taken.append(len(outbox.take_batch(0.1) or []))
+        advancing.join()
+
+    assert taken == [1, 1, 1]

@@ -17,7 +17,7 @@ import heapq
 import itertools
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -59,7 +59,12 @@ class PendingDelivery:
 
 
 class Outbox:
-    def __init__(self, max_batch_entries: int, max_batch_bytes: int) -> None:
+    def __init__(
+        self,
+        max_batch_entries: int,
+        max_batch_bytes: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.max_batch_entries = max_batch_entries
         self.max_batch_bytes = max_batch_bytes
         self._ready: collections.deque[PendingDelivery] = collections.deque()
@@ -71,6 +76,8 @@ class Outbox:
         self._collecting = threading.Lock()
         self._in_flight = 0
         self._closed = False
+        # Lingering and retry delays read this clock (a test's, to pace a burst exactly).
+        self._clock = clock
 
     @property
     def in_flight(self) -> int:
@@ -90,7 +97,7 @@ class Outbox:
 
     def retry_later(self, delivery: PendingDelivery, delay: float) -> None:
         with self._condition:
-            ready_at = time.monotonic() + delay
+            ready_at = self._clock() + delay
             heapq.heappush(self._delayed, (ready_at, next(self._sequence), delivery))
             self._condition.notify_all()
 
@@ -110,7 +117,7 @@ class Outbox:
             if first.send_alone:
                 return batch
             size = first.entry.size
-            deadline = time.monotonic() + linger
+            deadline = self._clock() + linger
             while len(batch) < self.max_batch_entries:
                 self._promote_due_retries()
                 if self._ready:
@@ -122,7 +129,7 @@ class Outbox:
                         batch.append(item)
                         size += item.entry.size
                     continue
-                remaining = deadline - time.monotonic()
+                remaining = deadline - self._clock()
                 if remaining <= 0 or self._closed:
                     break
                 self._condition.wait(remaining)
@@ -155,10 +162,10 @@ class Outbox:
             return len(left)
 
     def wait_until_settled(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
+        deadline = self._clock() + timeout
         with self._condition:
             while self._in_flight > 0:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - self._clock()
                 if remaining <= 0:
                     return False
                 self._condition.wait(remaining)
@@ -172,7 +179,7 @@ class Outbox:
             self._in_flight -= 1
 
     def _promote_due_retries(self) -> None:
-        now = time.monotonic()
+        now = self._clock()
         due = []
         while self._delayed and self._delayed[0][0] <= now:
             due.append(heapq.heappop(self._delayed)[2])
@@ -182,7 +189,7 @@ class Outbox:
     def _until_next_retry(self) -> float | None:
         if not self._delayed:
             return None
-        return max(0.0, self._delayed[0][0] - time.monotonic())
+        return max(0.0, self._delayed[0][0] - self._clock())
 
     def _pop_current(self) -> PendingDelivery | None:
         # A delivery whose connection is gone can no longer be acknowledged and the broker will
