@@ -42,6 +42,9 @@ from tests.integration.test_ingest import (
 PREFIX = "background_job_completed/"
 # template.yaml's SpillQueue maxReceiveCount.
 SPILL_MAX_RECEIVES = 30
+# A module loaded from its file is not in sys.modules, where the IAM guard finds a handler's
+# function: the poller names it.
+SPILL_FUNCTION = "SpillFunction"
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +136,7 @@ def test_every_verified_deduplicated_event_is_one_row_matched_or_not(
 
 def spill_poller(bridge: Bridge) -> SqsEventSource:
     """functions/spill/app.py, loaded afresh (its settings are read at import), driven by the
-    SQS event source as Lambda drives it."""
+    SQS event source as Lambda drives it: its receives and deletes with SpillRole's grants."""
     return SqsEventSource(
         bridge.stack.queue_url("SpillQueue"),
         load_function("spill").handler,
@@ -141,6 +144,7 @@ def spill_poller(bridge: Bridge) -> SqsEventSource:
         strict_responses=True,
         wait_time_seconds=0,
         function_timeout_seconds=10,
+        principal=SPILL_FUNCTION,
     )
 
 
@@ -199,6 +203,23 @@ def test_a_stream_that_stays_down_parks_the_rows_in_the_spill_dlq_never_the_reco
     assert (moved, remaining) == (1, 0)
     spill_poller(bridge).run_until_idle(20, include_in_flight=True)
     assert [row["event_id"] for row in stream.rows()] == [event_id_of(event)]
+
+
+def test_a_spill_message_no_code_can_read_is_parked_at_once_in_the_spill_dlq(
+    bridge: Bridge, stream: Stream
+) -> None:
+    # A retry would change nothing: the spill function moves it to the DLQ itself (SendMessage,
+    # SpillRole's grant on the spill DLQ) and acknowledges it, rather than 30 receives.
+    bridge.sqs.send_message(
+        QueueUrl=bridge.stack.queue_url("SpillQueue"), MessageBody='{"kind": "unknown"}'
+    )
+
+    drained = spill_poller(bridge).run_until_idle(20, include_in_flight=True)
+
+    assert (drained.received, drained.succeeded, drained.failed) == (1, 1, 0)
+    (parked,) = bridge.peek(bridge.stack.queue_url("SpillDeadLetterQueue"))
+    assert parked["Body"] == '{"kind": "unknown"}'
+    assert stream.rows() == []
 
 
 def test_a_quarantine_replay_writes_the_row_and_a_re_fan_out_does_not(
