@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
 from botocore.stub import Stubber
 from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.management.settings import RedriveMethod, effective_redrive_method
@@ -250,8 +251,10 @@ def test_a_move_task_redrive_reads_both_queue_arns_as_the_api_role_and_loses_not
     sqs = boto3.client("sqs")
     dlq_url = stack.queue_url(dlq)
     sqs.send_message(QueueUrl=dlq_url, MessageBody="parked")
+    # moto answers the unknown action with a 500: not retried, which would only add backoff.
+    once = boto3.client("sqs", config=Config(retries={"total_max_attempts": 1}))
     api = InProcessApi()
-    with use_context(api.module, dlq_redrive=RedriveMethod.MOVE_TASK):
+    with use_context(api.module, sqs=once, dlq_redrive=RedriveMethod.MOVE_TASK):
         answer = api.post("/v1/dlq/redrive", {"queue": queue})
     assert answer.status == 409, answer.text
     assert answer.error["code"] == "redrive_unavailable"
