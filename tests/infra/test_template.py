@@ -328,7 +328,8 @@ PSEUDONYMIZATION_KEY = repr(
 
 
 # Exactly what each function's code calls (least privilege: an action nothing calls is not granted).
-# Ingest: ClaimStore.claim_event (PutItem), complete (UpdateItem), release (DeleteItem), and when a
+# Ingest: ClaimStore.claim_event (PutItem), complete_batch (the completion record: PutItem), release
+# (DeleteItem; never UpdateItem: only the API's re-fan-out updates a claim), and when a
 # claim's condition fails it reads the batch's completion record (`_completed_at`, GetItem): without
 # it every duplicate ce-id is AccessDenied on AWS. QuarantineStore.quarantine_message (PutItem).
 # SubscriptionStore.matching (Query on by_tenant). Deliver: AttemptLog.find (GetItem),
@@ -347,9 +348,7 @@ INGEST_GRANTS = {
     },
     FETCHER_KEYS_SECRET: {"secretsmanager:GetSecretValue"},
     PSEUDONYMIZATION_KEY: {"secretsmanager:GetSecretValue"},
-    arn_of("ClaimsTable"): {
-        "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
-    },
+    arn_of("ClaimsTable"): {"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:GetItem"},
     arn_of("QuarantineTable"): {"dynamodb:PutItem"},
     index_arn("SubscriptionsTable", "by_tenant"): {"dynamodb:Query"},
     arn_of("DeliveryQueue"): {"sqs:SendMessage"},

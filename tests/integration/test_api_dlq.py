@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
 from botocore.stub import Stubber
 from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.management.settings import RedriveMethod, effective_redrive_method
@@ -229,3 +231,39 @@ def test_the_spill_dlq_is_listed_with_what_it_holds_and_redriven_to_the_spill_qu
         assert (moved.body["moved"], moved.body["remaining"]) == (1, 0)
     (back,) = sqs.receive_message(QueueUrl=stack.queue_url("SpillQueue")).get("Messages", [])
     assert back["Body"] == body
+
+
+@pytest.mark.parametrize(
+    ("queue", "dlq", "source"),
+    [
+        ("ingest", "IngestDeadLetterQueue", "IngestQueue"),
+        ("delivery", "DeliveryDeadLetterQueue", "DeliveryQueue"),
+        ("spill", "SpillDeadLetterQueue", "SpillQueue"),
+    ],
+)
+def test_a_move_task_redrive_reads_both_queue_arns_as_the_api_role_and_loses_nothing_when_refused(
+    stack: LocalResources, queue: str, dlq: str, source: str
+) -> None:
+    # The move-task redrive names both queues by ARN, read with GetQueueAttributes as the API
+    # function (ApiRole's grants on the DLQ and on the queue it goes back to). The local stack's
+    # SQS has no message move tasks and refuses StartMessageMoveTask, as SQS refuses a second
+    # task on a queue: the answer says so and every parked message stays where it was.
+    sqs = boto3.client("sqs")
+    dlq_url = stack.queue_url(dlq)
+    sqs.send_message(QueueUrl=dlq_url, MessageBody="parked")
+    # moto answers the unknown action with a 500: not retried, which would only add backoff.
+    once = boto3.client("sqs", config=Config(retries={"total_max_attempts": 1}))
+    api = InProcessApi()
+    with use_context(api.module, sqs=once, dlq_redrive=RedriveMethod.MOVE_TASK):
+        answer = api.post("/v1/dlq/redrive", {"queue": queue})
+    assert answer.status == 409, answer.text
+    assert answer.error["code"] == "redrive_unavailable"
+    assert depth(sqs, dlq_url) == 1
+    assert depth(sqs, stack.queue_url(source)) == 0
+
+
+def depth(sqs: Any, queue_url: str) -> int:
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])

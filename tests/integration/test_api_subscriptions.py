@@ -12,6 +12,7 @@ import boto3
 import pytest
 from jobhooks.management.context import ManagementContext
 from jobhooks.storage.times import to_stored_precision
+from jobhooks.subscriptions.store import SubscriptionStore
 from jobhooks_tools.local.template import LocalResources
 
 from tests.integration.api_support import (
@@ -334,6 +335,31 @@ def test_rotation_grace_defaults_to_a_day_and_is_bounded(
         assert too_long.status == 422
         assert too_long.error["field"] == "grace_seconds"
         assert api.post(path, {"grace_seconds": 7 * 86400}).status == 200
+
+
+def test_a_rotation_on_another_instance_opens_the_data_key_with_kms_and_keeps_the_old_secret(
+    api: InProcessApi, stack: LocalResources
+) -> None:
+    # On AWS the create and the rotation rarely run in the same instance: the rotation's
+    # instance has never seen the subscription's data key and asks KMS to decrypt it (ApiRole's
+    # kms:Decrypt), to seal the previous secret again for its grace period. A context of its
+    # own is such an instance.
+    with use_context(api.module):
+        created = create(api)
+    subscription_id = str(created["subscription_id"])
+    with use_context(api.module):
+        rotated = api.post(
+            f"/v1/subscriptions/{subscription_id}/rotate-secret", {"grace_seconds": 60}
+        )
+    assert rotated.status == 200, rotated.text
+    store = SubscriptionStore(
+        stack.table_name("SubscriptionsTable"),
+        boto3.client("dynamodb"),
+        boto3.client("kms"),
+        kms_key_id=stack.refs["SubscriptionSecretsKey"],
+    )
+    subscription = store.get(subscription_id)
+    assert store.signing_secrets(subscription) == [rotated.body["secret"], created["secret"]]
 
 
 def test_an_aws_failure_is_a_5xx_answer_and_counts_api_errors(

@@ -18,8 +18,15 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Metrics
 from jobhooks.delivery.metrics import PowertoolsDeliveryMetrics
-from jobhooks.delivery.model import DeliveryAttempt, DeliveryOutcome, DeliveryResult, FailureClass
+from jobhooks.delivery.model import (
+    DeliveryAttempt,
+    DeliveryOutcome,
+    DeliveryResult,
+    DeliveryStatus,
+    FailureClass,
+)
 from jobhooks.settings import ConfigurationError
+from jobhooks.subscriptions import SubscriptionStatus
 from jobhooks_tools.local.event_source import SqsEventSource
 from jobhooks_tools.local.template import LocalResources
 
@@ -111,6 +118,39 @@ def test_the_handler_delivers_a_batch_and_emits_delivery_metrics(
     assert failing_task.delivery_id in output
     for secret_or_body in (ok_sub.secret, failing_sub.secret, "pagamentos", "exploded", "/hooks/"):
         assert secret_or_body not in output
+
+
+def test_the_handler_disables_the_subscription_of_an_endpoint_that_answers_410(
+    bench: DeliveryBench,
+) -> None:
+    # The disable is a revision-checked whole-item write (PutItem) by the deliver function,
+    # with DeliverRole's grant on the subscriptions table: the layer's own tests run the
+    # deliverer as no function.
+    gone = bench.receiver(Reply(410, b"this endpoint was removed"))
+    issued = bench.subscribe(gone)
+    task = bench.task(issued)
+    bench.enqueue(task)
+    app = import_app()
+    try:
+        source = SqsEventSource(
+            bench.queue_url,
+            app.handler,
+            sqs_client=bench.raw_sqs,
+            wait_time_seconds=0,
+            function_timeout_seconds=60,
+            function_name="jobhooks-DeliverFunction",
+            strict_responses=True,
+        )
+        stats = source.run_once(wait_time_seconds=0)
+    finally:
+        app.deliverer.close()
+
+    assert (stats.received, stats.succeeded, stats.failed) == (1, 1, 0)
+    assert gone.count == 1 and bench.queue_depth() == 0
+    assert bench.record(task).status is DeliveryStatus.GONE
+    subscription = bench.store.get(issued.subscription.subscription_id)
+    assert subscription.status is SubscriptionStatus.DISABLED
+    assert subscription.disabled_reason is not None and "410" in subscription.disabled_reason
 
 
 def test_a_bad_setting_stops_the_cold_start_naming_the_variable(

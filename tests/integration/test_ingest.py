@@ -326,14 +326,20 @@ def provisioned_stack(stacks: ProvisionedStacks) -> Iterator[LocalResources]:
 
 @contextmanager
 def open_bridge(
-    stack: LocalResources, stacks: ProvisionedStacks, monkeypatch: pytest.MonkeyPatch
+    stack: LocalResources,
+    stacks: ProvisionedStacks,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    fresh: Callable[[ProvisionedStacks], LocalResources] = fresh_ingest_stack,
 ) -> Iterator[Bridge]:
-    """An empty stack, its environment, and the handler on fresh clients with fault hooks."""
+    """An empty stack, its environment, and the handler on fresh clients with fault hooks.
+    `fresh`: puts the stack back as provisioned (another stack than this module's, e.g. one
+    with other template parameters)."""
     for name, value in local_aws_environment(stacks.server.endpoint_url).items():
         monkeypatch.setenv(name, value)
     # Empty tables and queues, the template's queue attributes, the demo key: moto put back as
     # the provision left it, whatever the last test changed.
-    assert fresh_ingest_stack(stacks) == stack
+    assert fresh(stacks) == stack
     for name, value in stack.environment().items():
         monkeypatch.setenv(name, value)
     # These tests are about the claim, the fan-out to the delivery queue and the completion:

@@ -22,14 +22,13 @@ from jobhooks.ingest.model import IngestOutcome
 from jobhooks.ingest.settings import IngestSettings
 from jobhooks.ingest.wiring import build_ingest_service
 from jobhooks.management.dlq import resend_parked
-from jobhooks.management.exceptions import api_error_for
 from jobhooks.spill.messages import read_spill_message
 from jobhooks_tools.local.event_source import SqsEventSource
 from jobhooks_tools.local.template import LocalResources
 from jobhooks_tools.sample_events import demo_key, make_job_event, re_emit
 
 from tests.fixtures.stack import ProvisionedStacks
-from tests.integration.api_support import load_function
+from tests.integration.api_support import ApiAnswer, InProcessApi, load_function, use_context
 from tests.integration.test_ingest import (
     NEW_KEY,
     Bridge,
@@ -42,6 +41,9 @@ from tests.integration.test_ingest import (
 PREFIX = "background_job_completed/"
 # template.yaml's SpillQueue maxReceiveCount.
 SPILL_MAX_RECEIVES = 30
+# A module loaded from its file is not in sys.modules, where the IAM guard finds a handler's
+# function: the poller names it.
+SPILL_FUNCTION = "SpillFunction"
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +135,7 @@ def test_every_verified_deduplicated_event_is_one_row_matched_or_not(
 
 def spill_poller(bridge: Bridge) -> SqsEventSource:
     """functions/spill/app.py, loaded afresh (its settings are read at import), driven by the
-    SQS event source as Lambda drives it."""
+    SQS event source as Lambda drives it: its receives and deletes with SpillRole's grants."""
     return SqsEventSource(
         bridge.stack.queue_url("SpillQueue"),
         load_function("spill").handler,
@@ -141,6 +143,7 @@ def spill_poller(bridge: Bridge) -> SqsEventSource:
         strict_responses=True,
         wait_time_seconds=0,
         function_timeout_seconds=10,
+        principal=SPILL_FUNCTION,
     )
 
 
@@ -201,6 +204,32 @@ def test_a_stream_that_stays_down_parks_the_rows_in_the_spill_dlq_never_the_reco
     assert [row["event_id"] for row in stream.rows()] == [event_id_of(event)]
 
 
+def test_a_spill_message_no_code_can_read_is_parked_at_once_in_the_spill_dlq(
+    bridge: Bridge, stream: Stream
+) -> None:
+    # A retry would change nothing: the spill function moves it to the DLQ itself (SendMessage,
+    # SpillRole's grant on the spill DLQ) and acknowledges it, rather than 30 receives.
+    bridge.sqs.send_message(
+        QueueUrl=bridge.stack.queue_url("SpillQueue"), MessageBody='{"kind": "unknown"}'
+    )
+
+    drained = spill_poller(bridge).run_until_idle(20, include_in_flight=True)
+
+    assert (drained.received, drained.succeeded, drained.failed) == (1, 1, 0)
+    (parked,) = bridge.peek(bridge.stack.queue_url("SpillDeadLetterQueue"))
+    assert parked["Body"] == '{"kind": "unknown"}'
+    assert stream.rows() == []
+
+
+def replay_through_the_api(quarantine_id: str) -> ApiAnswer:
+    """POST /v1/quarantine/{id}/replay to the API function, as the operator: its calls are made
+    with ApiRole's grants (the stream's, the claims table's) and on boto3's default session,
+    where the bridge's faults are."""
+    api = InProcessApi()
+    with use_context(api.module, grants=()):
+        return api.post(f"/v1/quarantine/{quarantine_id}/replay")
+
+
 def test_a_quarantine_replay_writes_the_row_and_a_re_fan_out_does_not(
     bridge: Bridge, stream: Stream
 ) -> None:
@@ -211,13 +240,14 @@ def test_a_quarantine_replay_writes_the_row_and_a_re_fan_out_does_not(
     (kept,) = bridge.quarantined()
     assert stream.rows() == []
     bridge.put_fetcher_keys(demo_key(), NEW_KEY)
+
+    replayed = replay_through_the_api(kept["quarantine_id"])
+
+    assert replayed.status == 200, replayed.text
+    assert replayed.body["outcome"] == IngestOutcome.ACCEPTED.value
+    assert [row["event_id"] for row in stream.rows()] == [event_id_of(event)]
     # Built as the API function builds it, from the same settings as the ingest function.
     management = build_ingest_service(IngestSettings.from_env(), session=bridge.session)
-
-    replayed = management.reingest(kept["quarantine_id"])
-
-    assert replayed.outcome is IngestOutcome.ACCEPTED
-    assert [row["event_id"] for row in stream.rows()] == [event_id_of(event)]
     management.refan_out(event_id_of(event), replay=True)
     assert len(stream.rows()) == 1
 
@@ -230,16 +260,15 @@ def test_a_replay_whose_row_cannot_be_written_stays_quarantined_and_can_be_asked
     bridge.run()
     (kept,) = bridge.quarantined()
     bridge.put_fetcher_keys(demo_key(), NEW_KEY)
-    # On boto3's default session, where the faults are: as the API function builds it.
-    management = build_ingest_service(IngestSettings.from_env())
     bridge.faults.fail("PutRecordBatch", code="ServiceUnavailableException")
 
-    with pytest.raises(AnalyticsWriteError) as failed:
-        management.reingest(kept["quarantine_id"])
+    failed = replay_through_the_api(kept["quarantine_id"])
 
-    # The API answers it as 503 analytics_write_failed: nothing is marked, nothing is held.
-    assert api_error_for(failed.value).status == 503
+    # Nothing is marked, nothing is held: the API function released the event's claim.
+    assert failed.status == 503, failed.text
+    assert failed.error["code"] == AnalyticsWriteError.code
     assert bridge.quarantined()[0]["status"] == "quarantined"
     assert bridge.claim_item(event_id_of(event)) is None
-    assert management.reingest(kept["quarantine_id"]).outcome is IngestOutcome.ACCEPTED
+    again = replay_through_the_api(kept["quarantine_id"])
+    assert again.status == 200 and again.body["outcome"] == IngestOutcome.ACCEPTED.value
     assert [row["event_id"] for row in stream.rows()] == [event_id_of(event)]

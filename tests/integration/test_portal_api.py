@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from jobhooks.access.callers import SESSION_COOKIE
+from jobhooks.access.context import get_portal_context
 from jobhooks.portal.pages import CONTENT_SECURITY_POLICY
 from jobhooks_tools.local.template import LocalResources
 from standardwebhooks.webhooks import Webhook
@@ -141,6 +142,43 @@ def test_one_session_can_be_revoked_by_id_and_signing_out_ends_it(api: InProcess
     assert second.get("/portal/api/session").status == 403
 
 
+class OwnProcessAuthorizer:
+    """The portal authorizer as Lambda runs it: a function of its own, whose process shares no
+    cache with the API's or the portal's (in a test they share one `PortalContext`, keyed by
+    their settings, and so the token key the first of them read)."""
+
+    def __init__(self, authorizer: Any) -> None:
+        self.authorizer = authorizer
+
+    def __call__(self, event: Any, context: Any) -> Any:
+        get_portal_context.cache_clear()
+        try:
+            return self.authorizer(event, context)
+        finally:
+            get_portal_context.cache_clear()
+
+
+def test_the_api_the_authorizer_and_the_portal_each_read_the_token_key_with_their_own_role(
+    api: InProcessApi,
+) -> None:
+    # The API reads the key to sign the link (ApiRole), the authorizer to check it
+    # (AuthorizerRole), the portal to seal the session it opens (PortalRole): on AWS each in
+    # its own process, so each role needs its grant on the secret.
+    assert api.gateway is not None
+    authorizers = api.gateway.authorizers
+    as_loaded = dict(authorizers)
+    authorizers.update({name: OwnProcessAuthorizer(a) for name, a in as_loaded.items()})
+    try:
+        get_portal_context.cache_clear()
+        token = link_token(issue_link(api, "acme").body["url"])
+        opened = exchange(api, token)
+    finally:
+        authorizers.update(as_loaded)
+    assert opened.status == 200, opened.text
+    browser = PortalBrowser(api, session_token(opened))
+    assert browser.get("/portal/api/session").body["tenant_id"] == "acme"
+
+
 def test_revocation_names_exactly_one_target(api: InProcessApi) -> None:
     for body in ({}, {"tenant_id": "acme", "session_id": "ses_" + "0" * 32}, {"session_id": "x"}):
         assert api.call("POST", "/v1/portal/revocations", body=body).status == 422, body
@@ -185,6 +223,25 @@ def test_a_tenant_manages_its_endpoints_through_the_portal(
 
     assert browser.delete(path).status == 204
     assert browser.get(path).status == 404
+
+
+def test_a_tenant_tests_an_endpoint_the_operator_created_the_portal_opening_its_key_with_kms(
+    stack: LocalResources, receiver: Receiver
+) -> None:
+    # The operator created it through the API, in another instance: the portal's has never
+    # seen the subscription's data key and asks KMS to decrypt it (PortalRole's kms:Decrypt)
+    # to sign the test webhook. A context of its own is such an instance.
+    api = gateway_api()
+    with use_context(api.module, allow_private_webhooks=True):
+        created = api.post("/v1/subscriptions", {"tenant_id": "acme", "url": receiver.url})
+    assert created.status == 201, created.text
+    with use_context(api.module, allow_private_webhooks=True):
+        browser = open_portal(api, "acme")
+        tested = browser.post(f"/portal/api/subscriptions/{created.body['subscription_id']}/test")
+    assert tested.status == 200 and tested.body["delivered"] is True, tested.text
+    (webhook,) = receiver.requests
+    signed = Webhook(created.body["secret"]).verify(webhook.body, webhook.headers)
+    assert signed["type"] == "jobhooks.test"
 
 
 def test_a_tenant_sets_changes_and_clears_an_endpoints_job_filter_in_the_portal(
