@@ -28,7 +28,9 @@ quiet tenant alone (every alone phase together) and beside each kind, its p99 be
 multiple of its p99 alone (the goal: 1.5 at most), the machine's load average during the
 phases (the 1-minute figure, sampled each second), and the median and p99 time of the stack's
 AWS calls while the events were published: on the local stack every function's calls, both
-tenants', go to one moto server, so a busy moto or machine shows there first.
+tenants', go to one moto server, so a busy moto or machine shows there first. The last columns
+count the stack's AWS calls from a phase's first publish until every webhook was delivered, and
+the `GetItem`s among them (the noisy tenant's retries make most of them).
 """
 
 from __future__ import annotations
@@ -192,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"  {'beside':<10}{'events':>8}{'p50 ms':>8}{'p99 ms':>8}{'p99 / alone':>13}"
-        f"{'delivered':>22}{'load':>11}{'AWS call p50/p99 ms':>21}"
+        f"{'delivered':>22}{'load':>11}{'AWS call p50/p99 ms':>21}{'calls':>8}{'GetItem':>9}"
     )
     for name, phase in results.items():
         p99 = _quantile(phase.latencies, 99)
@@ -202,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{f'{phase.delivered}/{phase.expected} webhooks':>22}"
             f"{f'{min(phase.load):.1f}-{max(phase.load):.1f}':>11}"
             f"{_call_times(phase.aws_calls):>21}"
+            f"{phase.call_count:>8}{phase.get_items:>9}"
         )
     return 0
 
@@ -216,6 +219,8 @@ class Phase:
     expected: int
     load: list[float]
     aws_calls: list[float]
+    call_count: int = 0
+    get_items: int = 0
 
 
 class AwsCallTimes:
@@ -224,6 +229,7 @@ class AwsCallTimes:
 
     def __init__(self) -> None:
         self.calls: list[tuple[float, float]] = []  # (start, seconds)
+        self.operations: list[tuple[float, str]] = []  # (start, operation)
         make_api_call = botocore.client.BaseClient._make_api_call
 
         def timed(client: Any, operation: str, params: Any) -> Any:
@@ -233,11 +239,15 @@ class AwsCallTimes:
             finally:
                 if operation != "ReceiveMessage":
                     self.calls.append((started, time.time() - started))
+                    self.operations.append((started, operation))
 
         botocore.client.BaseClient._make_api_call = timed  # type: ignore[method-assign]
 
     def between(self, start: float, end: float) -> list[float]:
         return [seconds for at, seconds in list(self.calls) if start <= at <= end]
+
+    def operations_between(self, start: float, end: float) -> list[str]:
+        return [operation for at, operation in list(self.operations) if start <= at <= end]
 
 
 def _add(results: dict[str, Phase], name: str, phase: Phase) -> None:
@@ -250,6 +260,8 @@ def _add(results: dict[str, Phase], name: str, phase: Phase) -> None:
     pooled.expected += phase.expected
     pooled.load += phase.load
     pooled.aws_calls += phase.aws_calls
+    pooled.call_count += phase.call_count
+    pooled.get_items += phase.get_items
 
 
 def _subscribe(receivers: Receivers, tenant: str, names: list[str], kind: str) -> None:
@@ -317,8 +329,15 @@ def _run(
     _wait(lambda: delivered() >= expected, timeout=900)
     stack.wait_until_idle(timeout=300)
     latencies = [quiet_endpoint.delivered[w] - published[w] for w in quiet_ids]
+    operations = aws_calls.operations_between(started, time.time())
     return Phase(
-        latencies, delivered(), expected, load, aws_calls.between(started, publishing_ended)
+        latencies,
+        delivered(),
+        expected,
+        load,
+        aws_calls.between(started, publishing_ended),
+        len(operations),
+        operations.count("GetItem"),
     )
 
 
