@@ -30,7 +30,10 @@ phases (the 1-minute figure, sampled each second), and the median and p99 time o
 AWS calls while the events were published: on the local stack every function's calls, both
 tenants', go to one moto server, so a busy moto or machine shows there first. The last columns
 count the stack's AWS calls from a phase's first publish until every webhook was delivered, and
-the `GetItem`s among them (the noisy tenant's retries make most of them).
+the `GetItem`s among them (the noisy tenant's retries make most of them). `CPU` is this
+process's CPU time over the publishing seconds: every function, the shovel and the receivers run
+in it, under one interpreter lock, so near 100 % its threads (the quiet tenant's ingest among
+them) wait for each other, which Lambda's separate instances never do.
 """
 
 from __future__ import annotations
@@ -194,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"  {'beside':<10}{'events':>8}{'p50 ms':>8}{'p99 ms':>8}{'p99 / alone':>13}"
-        f"{'delivered':>22}{'load':>11}{'AWS call p50/p99 ms':>21}{'calls':>8}{'GetItem':>9}"
+        f"{'delivered':>22}{'load':>11}{'AWS call p50/p99 ms':>21}"
+        f"{'calls':>8}{'GetItem':>9}{'CPU':>6}"
     )
     for name, phase in results.items():
         p99 = _quantile(phase.latencies, 99)
@@ -205,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{f'{min(phase.load):.1f}-{max(phase.load):.1f}':>11}"
             f"{_call_times(phase.aws_calls):>21}"
             f"{phase.call_count:>8}{phase.get_items:>9}"
+            f"{f'{100 * phase.cpu_seconds / phase.seconds:.0f}%':>6}"
         )
     return 0
 
@@ -221,6 +226,8 @@ class Phase:
     aws_calls: list[float]
     call_count: int = 0
     get_items: int = 0
+    cpu_seconds: float = 0.0  # this process's, while the events were published
+    seconds: float = 1.0  # the publishing seconds
 
 
 class AwsCallTimes:
@@ -262,6 +269,8 @@ def _add(results: dict[str, Phase], name: str, phase: Phase) -> None:
     pooled.aws_calls += phase.aws_calls
     pooled.call_count += phase.call_count
     pooled.get_items += phase.get_items
+    pooled.cpu_seconds += phase.cpu_seconds
+    pooled.seconds += phase.seconds
 
 
 def _subscribe(receivers: Receivers, tenant: str, names: list[str], kind: str) -> None:
@@ -304,6 +313,7 @@ def _run(
     published: dict[str, float] = {}
     interval = 1.0 / rate
     started = time.time()
+    cpu_started = time.process_time()
     load = [os.getloadavg()[0]]
     with SamplePublisher(stack.amqp_url) as publisher:
         for at, publication in schedule:
@@ -313,6 +323,7 @@ def _run(
             published[webhook_id_for(publication.event_id)] = time.time()
             publisher.publish_sample(publication)
     publishing_ended = time.time()
+    cpu_seconds = time.process_time() - cpu_started
     for endpoint in misbehaving:
         endpoint.misbehaving.clear()  # it recovers: the retries deliver what it refused
     quiet_ids = {webhook_id_for(p.event_id) for p in quiet}
@@ -338,6 +349,8 @@ def _run(
         aws_calls.between(started, publishing_ended),
         len(operations),
         operations.count("GetItem"),
+        cpu_seconds,
+        publishing_ended - started,
     )
 
 
