@@ -33,7 +33,9 @@ count the stack's AWS calls from a phase's first publish until every webhook was
 the `GetItem`s among them (the noisy tenant's retries make most of them). `CPU` is this
 process's CPU time over the publishing seconds: every function, the shovel and the receivers run
 in it, under one interpreter lock, so near 100 % its threads (the quiet tenant's ingest among
-them) wait for each other, which Lambda's separate instances never do.
+them) wait for each other, which Lambda's separate instances never do. `children` is the CPU
+of its child processes (the moto servers, the RabbitMQ node) over the same seconds, in % of one
+core, and `machine` how busy both cores were (every process of the machine, /proc/stat).
 """
 
 from __future__ import annotations
@@ -198,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  {'beside':<10}{'events':>8}{'p50 ms':>8}{'p99 ms':>8}{'p99 / alone':>13}"
         f"{'delivered':>22}{'load':>11}{'AWS call p50/p99 ms':>21}"
-        f"{'calls':>8}{'GetItem':>9}{'CPU':>6}"
+        f"{'calls':>8}{'GetItem':>9}{'CPU':>6}{'children':>10}{'machine':>9}"
     )
     for name, phase in results.items():
         p99 = _quantile(phase.latencies, 99)
@@ -210,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{_call_times(phase.aws_calls):>21}"
             f"{phase.call_count:>8}{phase.get_items:>9}"
             f"{f'{100 * phase.cpu_seconds / phase.seconds:.0f}%':>6}"
+            f"{f'{100 * phase.children_cpu_seconds / phase.seconds:.0f}%':>10}"
+            f"{f'{100 * phase.machine_busy:.0f}%':>9}"
         )
     return 0
 
@@ -228,6 +232,9 @@ class Phase:
     get_items: int = 0
     cpu_seconds: float = 0.0  # this process's, while the events were published
     seconds: float = 1.0  # the publishing seconds
+    children_cpu_seconds: float = 0.0
+    machine_busy: float = 0.0  # of every core, 0-1 (pooled phases: their mean)
+    phases: int = 1
 
 
 class AwsCallTimes:
@@ -271,6 +278,11 @@ def _add(results: dict[str, Phase], name: str, phase: Phase) -> None:
     pooled.get_items += phase.get_items
     pooled.cpu_seconds += phase.cpu_seconds
     pooled.seconds += phase.seconds
+    pooled.children_cpu_seconds += phase.children_cpu_seconds
+    pooled.machine_busy = (pooled.machine_busy * pooled.phases + phase.machine_busy) / (
+        pooled.phases + 1
+    )
+    pooled.phases += 1
 
 
 def _subscribe(receivers: Receivers, tenant: str, names: list[str], kind: str) -> None:
@@ -314,6 +326,7 @@ def _run(
     interval = 1.0 / rate
     started = time.time()
     cpu_started = time.process_time()
+    children_started, machine_started = _children_cpu_seconds(), _machine_jiffies()
     load = [os.getloadavg()[0]]
     with SamplePublisher(stack.amqp_url) as publisher:
         for at, publication in schedule:
@@ -324,6 +337,8 @@ def _run(
             publisher.publish_sample(publication)
     publishing_ended = time.time()
     cpu_seconds = time.process_time() - cpu_started
+    children_cpu = _children_cpu_seconds() - children_started
+    busy, total = (b - a for a, b in zip(machine_started, _machine_jiffies(), strict=True))
     for endpoint in misbehaving:
         endpoint.misbehaving.clear()  # it recovers: the retries deliver what it refused
     quiet_ids = {webhook_id_for(p.event_id) for p in quiet}
@@ -351,7 +366,40 @@ def _run(
         operations.count("GetItem"),
         cpu_seconds,
         publishing_ended - started,
+        children_cpu,
+        busy / total if total else 0.0,
     )
+
+
+def _children_cpu_seconds() -> float:
+    """CPU seconds used so far by every descendant process of this one (Linux /proc)."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+    mine, total = {os.getpid()}, 0.0
+    for pid in sorted(parents):  # a child has a higher pid than its parent, nearly always
+        if parents[pid] in mine:
+            mine.add(pid)
+            total += times[pid]
+    return total
+
+
+def _machine_jiffies() -> tuple[int, int]:
+    """Busy and total jiffies of every core since boot (/proc/stat's first line)."""
+    with open("/proc/stat") as stat:
+        values = [int(value) for value in stat.readline().split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return sum(values) - idle, sum(values)
 
 
 def _interleave(

@@ -120,7 +120,10 @@ class Deliverer:
         Without them only the attempt log is read (benches and tests of the queue path).
         `observers` hear of every settled attempt (`settle.SettlementObserver`).
         `subscription_cache`: shared with the observers' writes (`subscription_cache`, as the
-        wiring does); None: one of `subscription_cache_seconds` of the deliverer's own.
+        wiring does); None: one of `subscription_cache_seconds` of the deliverer's own. An
+        observer that writes the subscription item without going through that module's
+        wrappers leaves its change to be seen when the entry expires, as a change made by
+        another process is.
         `max_per_endpoint` / `max_per_tenant`: at most this many POSTs to one subscription (of
         one tenant) at once, so one tenant's slow endpoints never take every worker; None: no
         cap below `concurrency`."""
