@@ -28,7 +28,14 @@ quiet tenant alone (every alone phase together) and beside each kind, its p99 be
 multiple of its p99 alone (the goal: 1.5 at most), the machine's load average during the
 phases (the 1-minute figure, sampled each second), and the median and p99 time of the stack's
 AWS calls while the events were published: on the local stack every function's calls, both
-tenants', go to one moto server, so a busy moto or machine shows there first.
+tenants', go to one moto server, so a busy moto or machine shows there first. The last columns
+count the stack's AWS calls from a phase's first publish until every webhook was delivered, and
+the `GetItem`s among them (the noisy tenant's retries make most of them). `CPU` is this
+process's CPU time over the publishing seconds: every function, the shovel and the receivers run
+in it, under one interpreter lock, so near 100 % its threads (the quiet tenant's ingest among
+them) wait for each other, which Lambda's separate instances never do. `children` is the CPU
+of its child processes (the moto servers, the RabbitMQ node) over the same seconds, in % of one
+core, and `machine` how busy both cores were (every process of the machine, /proc/stat).
 """
 
 from __future__ import annotations
@@ -193,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  {'beside':<10}{'events':>8}{'p50 ms':>8}{'p99 ms':>8}{'p99 / alone':>13}"
         f"{'delivered':>22}{'load':>11}{'AWS call p50/p99 ms':>21}"
+        f"{'calls':>8}{'GetItem':>9}{'CPU':>6}{'children':>10}{'machine':>9}"
     )
     for name, phase in results.items():
         p99 = _quantile(phase.latencies, 99)
@@ -202,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{f'{phase.delivered}/{phase.expected} webhooks':>22}"
             f"{f'{min(phase.load):.1f}-{max(phase.load):.1f}':>11}"
             f"{_call_times(phase.aws_calls):>21}"
+            f"{phase.call_count:>8}{phase.get_items:>9}"
+            f"{f'{100 * phase.cpu_seconds / phase.seconds:.0f}%':>6}"
+            f"{f'{100 * phase.children_cpu_seconds / phase.seconds:.0f}%':>10}"
+            f"{f'{100 * phase.machine_busy:.0f}%':>9}"
         )
     return 0
 
@@ -216,6 +228,13 @@ class Phase:
     expected: int
     load: list[float]
     aws_calls: list[float]
+    call_count: int = 0
+    get_items: int = 0
+    cpu_seconds: float = 0.0  # this process's, while the events were published
+    seconds: float = 1.0  # the publishing seconds
+    children_cpu_seconds: float = 0.0
+    machine_busy: float = 0.0  # of every core, 0-1 (pooled phases: their mean)
+    phases: int = 1
 
 
 class AwsCallTimes:
@@ -224,6 +243,7 @@ class AwsCallTimes:
 
     def __init__(self) -> None:
         self.calls: list[tuple[float, float]] = []  # (start, seconds)
+        self.operations: list[tuple[float, str]] = []  # (start, operation)
         make_api_call = botocore.client.BaseClient._make_api_call
 
         def timed(client: Any, operation: str, params: Any) -> Any:
@@ -233,11 +253,15 @@ class AwsCallTimes:
             finally:
                 if operation != "ReceiveMessage":
                     self.calls.append((started, time.time() - started))
+                    self.operations.append((started, operation))
 
         botocore.client.BaseClient._make_api_call = timed  # type: ignore[method-assign]
 
     def between(self, start: float, end: float) -> list[float]:
         return [seconds for at, seconds in list(self.calls) if start <= at <= end]
+
+    def operations_between(self, start: float, end: float) -> list[str]:
+        return [operation for at, operation in list(self.operations) if start <= at <= end]
 
 
 def _add(results: dict[str, Phase], name: str, phase: Phase) -> None:
@@ -250,6 +274,15 @@ def _add(results: dict[str, Phase], name: str, phase: Phase) -> None:
     pooled.expected += phase.expected
     pooled.load += phase.load
     pooled.aws_calls += phase.aws_calls
+    pooled.call_count += phase.call_count
+    pooled.get_items += phase.get_items
+    pooled.cpu_seconds += phase.cpu_seconds
+    pooled.seconds += phase.seconds
+    pooled.children_cpu_seconds += phase.children_cpu_seconds
+    pooled.machine_busy = (pooled.machine_busy * pooled.phases + phase.machine_busy) / (
+        pooled.phases + 1
+    )
+    pooled.phases += 1
 
 
 def _subscribe(receivers: Receivers, tenant: str, names: list[str], kind: str) -> None:
@@ -292,6 +325,8 @@ def _run(
     published: dict[str, float] = {}
     interval = 1.0 / rate
     started = time.time()
+    cpu_started = time.process_time()
+    children_started, machine_started = _children_cpu_seconds(), _machine_jiffies()
     load = [os.getloadavg()[0]]
     with SamplePublisher(stack.amqp_url) as publisher:
         for at, publication in schedule:
@@ -301,6 +336,9 @@ def _run(
             published[webhook_id_for(publication.event_id)] = time.time()
             publisher.publish_sample(publication)
     publishing_ended = time.time()
+    cpu_seconds = time.process_time() - cpu_started
+    children_cpu = _children_cpu_seconds() - children_started
+    busy, total = (b - a for a, b in zip(machine_started, _machine_jiffies(), strict=True))
     for endpoint in misbehaving:
         endpoint.misbehaving.clear()  # it recovers: the retries deliver what it refused
     quiet_ids = {webhook_id_for(p.event_id) for p in quiet}
@@ -317,9 +355,51 @@ def _run(
     _wait(lambda: delivered() >= expected, timeout=900)
     stack.wait_until_idle(timeout=300)
     latencies = [quiet_endpoint.delivered[w] - published[w] for w in quiet_ids]
+    operations = aws_calls.operations_between(started, time.time())
     return Phase(
-        latencies, delivered(), expected, load, aws_calls.between(started, publishing_ended)
+        latencies,
+        delivered(),
+        expected,
+        load,
+        aws_calls.between(started, publishing_ended),
+        len(operations),
+        operations.count("GetItem"),
+        cpu_seconds,
+        publishing_ended - started,
+        children_cpu,
+        busy / total if total else 0.0,
     )
+
+
+def _children_cpu_seconds() -> float:
+    """CPU seconds used so far by every descendant process of this one (Linux /proc)."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+    mine, total = {os.getpid()}, 0.0
+    for pid in sorted(parents):  # a child has a higher pid than its parent, nearly always
+        if parents[pid] in mine:
+            mine.add(pid)
+            total += times[pid]
+    return total
+
+
+def _machine_jiffies() -> tuple[int, int]:
+    """Busy and total jiffies of every core since boot (/proc/stat's first line)."""
+    with open("/proc/stat") as stat:
+        values = [int(value) for value in stat.readline().split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return sum(values) - idle, sum(values)
 
 
 def _interleave(

@@ -10,6 +10,9 @@ Every attempt, first or later, is made and settled here. Read in the order a del
                     left to the deliver function for a while
     deliver         the deliver function's use case: a task from the delivery queue in, a signed
                     POST out; and the one-off test send (`send_webhook_now`)
+    subscription_cache
+                    the deliver function's subscriptions, kept a few seconds and through the
+                    item a failure's count returns; every other write of theirs forgets them
     attempt         one attempt: the subscription's signing secrets read, the signed POST
     settle          what an attempt comes to (succeeded; gone and disabled; retry scheduled;
                     parked), the one step both callers above share, and its observers

@@ -7,9 +7,9 @@ For one task (`Deliverer.deliver_task`), in order:
    unless the task is a replay that has not succeeded yet under this very SQS message; so is
    one the attempt log has no record of whose first attempt, made by ingest, succeeded (its
    page says so), unless the task is a replay;
-3. the subscription is read (cached for a few seconds in a warm function); a deleted one, or one
-   of another tenant, ends the delivery as `failed`; a disabled one records it `skipped`
-   (`skipped`), acked;
+3. the subscription is read (cached for a few seconds in a warm function, and kept there
+   through a failure: `subscription_cache`); a deleted one, or one of another tenant, ends the
+   delivery as `failed`; a disabled one, read afresh, records it `skipped` (`skipped`), acked;
 4. the attempt (`attempt`): the task's payload, byte for byte, POSTed with Standard Webhooks
    headers signed by every active secret, a fresh `webhook-timestamp` and the task's fixed
    `webhook-id`;
@@ -74,6 +74,7 @@ from jobhooks.delivery.ports import (
 )
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule, UniformRandom
 from jobhooks.delivery.settle import Settlement, SettlementObserver, task_fields
+from jobhooks.delivery.subscription_cache import CacheKeepingSubscriptions, SubscriptionCache
 from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.exceptions import SubscriptionNotFoundError
@@ -106,6 +107,7 @@ class Deliverer:
         max_per_tenant: int | None = None,
         post_timeout_seconds: float = 15.0,
         subscription_cache_seconds: float = 0.0,
+        subscription_cache: SubscriptionCache | None = None,
         metrics: DeliveryMetrics | None = None,
         first_attempts: FirstAttemptRecords | None = None,
         observers: Sequence[SettlementObserver] = (),
@@ -117,12 +119,22 @@ class Deliverer:
         duplicate check (`deliver_task`); the deliver function's wiring always passes them.
         Without them only the attempt log is read (benches and tests of the queue path).
         `observers` hear of every settled attempt (`settle.SettlementObserver`).
+        `subscription_cache`: shared with the observers' writes (`subscription_cache`, as the
+        wiring does); None: one of `subscription_cache_seconds` of the deliverer's own. An
+        observer that writes the subscription item without going through that module's
+        wrappers leaves its change to be seen when the entry expires, as a change made by
+        another process is.
         `max_per_endpoint` / `max_per_tenant`: at most this many POSTs to one subscription (of
         one tenant) at once, so one tenant's slow endpoints never take every worker; None: no
         cap below `concurrency`."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._log = attempt_log
+        self._cache = subscription_cache or SubscriptionCache(
+            subscription_cache_seconds, monotonic=monotonic
+        )
+        # Reads through it are kept in the cache; a 410's disable forgets the entry at once.
+        subscriptions = CacheKeepingSubscriptions(subscriptions, self._cache)
         self._subscriptions = subscriptions
         self._client = client
         self._queue = queue
@@ -140,7 +152,6 @@ class Deliverer:
         self._first_attempts = first_attempts
         self._clock = clock
         self._monotonic = monotonic
-        self._cache = _SubscriptionCache(subscription_cache_seconds, monotonic)
         self._pool = FairPool(concurrency, thread_name_prefix="deliver")
         self._max_per_endpoint = max_per_endpoint
         self._max_per_tenant = max_per_tenant
@@ -276,6 +287,7 @@ class Deliverer:
 
         # Attempts ingest made before enqueueing (its first attempt) count: the first receive
         # of such a task is attempt 2, and the schedule's end comes as many receives sooner.
+        attempted_at = self._cache.monotonic()
         attempt, retry_after = attempt_delivery(
             task,
             subscription,
@@ -302,9 +314,14 @@ class Deliverer:
         outcome = self.settlement.settle(
             task, attempt, source, retry_after=retry_after, subscription=subscription
         )
-        if outcome.result is not DeliveryResult.SUCCEEDED or not subscription.health.is_clean:
-            # Disabled, failing or just cleared: its health (`jobhooks.endpoint_health`) changed,
-            # so the next delivery reads it afresh. A success on a healthy endpoint keeps it.
+        healthy_success = (
+            outcome.result is DeliveryResult.SUCCEEDED and subscription.health.is_clean
+        )
+        if not healthy_success and not self._cache.kept_since(task.subscription_id, attempted_at):
+            # Its health (`jobhooks.endpoint_health`) or status may have changed, and no write
+            # since the attempt put the item as it is now: the next delivery reads it afresh.
+            # A failure's write does put it (`subscription_cache`), so a failing endpoint's
+            # retries read it once per cache period, not once each.
             self._cache.forget(task.subscription_id)
         return outcome
 
@@ -318,11 +335,9 @@ class Deliverer:
         if cached is not None:
             return cached
         try:
-            subscription = self._subscriptions.get(subscription_id)
+            return self._subscriptions.get(subscription_id)  # kept in the cache
         except SubscriptionNotFoundError:
             return None
-        self._cache.put(subscription)
-        return subscription
 
 
 # -- sending one webhook -------------------------------------------------------------------------
@@ -440,35 +455,3 @@ def _already_delivered(
         return False
     # A replay is POSTed once more; the same replay message handed back by SQS is not.
     return not task.replay or existing.succeeded_message_id == message.message_id
-
-
-class _SubscriptionCache:
-    def __init__(self, ttl_seconds: float, monotonic: Callable[[], float]) -> None:
-        self._ttl = ttl_seconds
-        self._monotonic = monotonic
-        self._entries: dict[str, tuple[float, Subscription]] = {}
-        self._lock = threading.Lock()
-
-    def get(self, subscription_id: str) -> Subscription | None:
-        if self._ttl <= 0:
-            return None
-        with self._lock:
-            entry = self._entries.get(subscription_id)
-            if entry is None or self._monotonic() >= entry[0]:
-                return None
-            return entry[1]
-
-    def put(self, subscription: Subscription) -> None:
-        if self._ttl <= 0:
-            return
-        with self._lock:
-            if len(self._entries) >= 4096:
-                self._entries.clear()
-            self._entries[subscription.subscription_id] = (
-                self._monotonic() + self._ttl,
-                subscription,
-            )
-
-    def forget(self, subscription_id: str) -> None:
-        with self._lock:
-            self._entries.pop(subscription_id, None)

@@ -6,6 +6,9 @@ The clients are made on their first call (`jobhooks.storage.clients`), so buildi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
+
 from jobhooks.delivery.attempt_log import AttemptLog
 from jobhooks.delivery.deliver import Deliverer
 from jobhooks.delivery.first_attempts import FirstAttemptLog
@@ -14,16 +17,27 @@ from jobhooks.delivery.http_client import make_webhook_client
 from jobhooks.delivery.ports import DeliveryMetrics
 from jobhooks.delivery.queues import DeliveryDlq, DeliveryQueueMessages
 from jobhooks.delivery.settings import DeliverSettings
+from jobhooks.delivery.subscription_cache import (
+    CacheKeepingHealthRecords,
+    CacheKeepingSubscriptions,
+    SubscriptionCache,
+)
+from jobhooks.endpoint_health.store import HealthRecords
 from jobhooks.endpoint_health.wiring import build_health_observer
 from jobhooks.storage.claim_reader import ClaimReader
 from jobhooks.storage.clients import aws_client
+from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.store import SubscriptionStore
 
 
 def build_deliverer(
-    settings: DeliverSettings, *, metrics: DeliveryMetrics | None = None
+    settings: DeliverSettings,
+    *,
+    metrics: DeliveryMetrics | None = None,
+    clock: Callable[[], datetime] = utc_now,
 ) -> Deliverer:
-    """The `Deliverer` of these settings over AWS clients (AWS_ENDPOINT_URL aware)."""
+    """The `Deliverer` of these settings over AWS clients (AWS_ENDPOINT_URL aware); `clock`
+    dates its attempts (tests move it on)."""
     # Every worker thread may hold a connection at once.
     pool = settings.delivery_concurrency + 4
     dynamodb = aws_client("dynamodb", max_pool_connections=pool)
@@ -31,6 +45,17 @@ def build_deliverer(
     subscriptions = SubscriptionStore(
         settings.subscriptions_table, dynamodb, aws_client("kms", max_pool_connections=pool)
     )
+    # One cache for the deliveries' reads and the endpoint-health writes: a failure's write
+    # keeps the item it returns, every other write forgets it (`subscription_cache`).
+    cache = SubscriptionCache(settings.subscription_cache_seconds)
+    # endpoint.failing / recovered / disabled, delivery.exhausted (docs/notifications.md).
+    health = build_health_observer(
+        settings,
+        CacheKeepingSubscriptions(subscriptions, cache),
+        cache_seconds=settings.subscription_cache_seconds,
+    )
+    if isinstance(health.records, HealthRecords):
+        health.records = CacheKeepingHealthRecords(health.records, cache)
     return Deliverer(
         attempt_log=AttemptLog(
             settings.deliveries_table, dynamodb, retention_days=settings.attempt_log_days
@@ -49,18 +74,14 @@ def build_deliverer(
         max_per_endpoint=settings.delivery_max_per_endpoint,
         max_per_tenant=settings.delivery_max_per_tenant,
         post_timeout_seconds=settings.delivery_timeout_seconds,
-        subscription_cache_seconds=settings.subscription_cache_seconds,
+        subscription_cache=cache,
         metrics=metrics,
+        clock=clock,
         first_attempts=FirstAttemptSuccesses(
             ClaimReader(settings.claims_table, dynamodb),
             FirstAttemptLog(
                 settings.first_attempts_table, dynamodb, retention_days=settings.attempt_log_days
             ),
         ),
-        # endpoint.failing / recovered / disabled, delivery.exhausted (docs/notifications.md).
-        observers=[
-            build_health_observer(
-                settings, subscriptions, cache_seconds=settings.subscription_cache_seconds
-            )
-        ],
+        observers=[health],
     )

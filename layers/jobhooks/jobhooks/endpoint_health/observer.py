@@ -15,8 +15,9 @@ It hears of each attempt the deliver function or ingest's first attempt settled
    `endpoint.recovered` (`recovered`).
 
 Each state change is one conditional write; only its writer notifies. A subscription read from a
-warm process's cache may be a few seconds old (the deliver function reads it afresh after any
-outcome but a success on a healthy endpoint): a success then sees a run of failures another
+warm process's cache may be a few seconds old (the deliver function keeps the item a failure's
+write returns, and reads it afresh after any other outcome but a success on a healthy endpoint:
+`delivery.subscription_cache`): a success then sees a run of failures another
 process began meanwhile only at its next read (the consecutive count may run on a few seconds
 longer), and a run this process cleared is not cleared again while its cache still shows it.
 

@@ -4,7 +4,7 @@ Every write is conditional, so among concurrent deliver and ingest invocations e
 makes each state change, and only that one notifies:
 
 - `record_failure`: one more failed attempt (ADD), the run's start kept (`if_not_exists`);
-  the item as it is afterwards;
+  the item as it is afterwards (`record_failure_item`: all of it);
 - `mark_failing`: the run reached the threshold and nobody marked it yet;
 - `clear_after_success`: a success ends the run; the health it ended, for the one writer whose
   condition held (the others get None);
@@ -78,13 +78,18 @@ class HealthRecords:
     ) -> tuple[EndpointHealth, bool] | None:
         """Count one failed attempt; the health after it and whether the subscription is
         active. None when the subscription no longer exists."""
-        update = ItemUpdate().set_if_missing(FAILING_SINCE, {"S": format_time(at)})
-        update.add(FAILURES, _ONE).add("revision", _ONE)
-        update.condition("attribute_exists(subscription_id)")
-        item = self._write(subscription_id, update, "ALL_NEW")
+        item = self.record_failure_item(subscription_id, at)
         if item is None:
             return None
         return health_from_item(item), item.get("status", {}).get("S") == "active"
+
+    def record_failure_item(self, subscription_id: str, at: datetime) -> dict[str, Any] | None:
+        """`record_failure`, giving the whole item as it is after the write: as fresh as a
+        strongly consistent read (the deliver function keeps it in its cache)."""
+        update = ItemUpdate().set_if_missing(FAILING_SINCE, {"S": format_time(at)})
+        update.add(FAILURES, _ONE).add("revision", _ONE)
+        update.condition("attribute_exists(subscription_id)")
+        return self._write(subscription_id, update, "ALL_NEW")
 
     def mark_failing(self, subscription_id: str, failing_after: int) -> bool:
         """Mark the run as notified; True for the one writer that did (it notifies)."""

@@ -610,6 +610,11 @@ def _secret_to_map(secret: SecretVersion) -> dict[str, Any]:
     return attributes
 
 
+def subscription_from_item(item: dict[str, Any]) -> Subscription:
+    """A whole subscription item (as GetItem, or an UpdateItem's ALL_NEW, returns it)."""
+    return _from_item(item)
+
+
 def _from_item(item: dict[str, Any]) -> Subscription:
     return Subscription(
         subscription_id=item["subscription_id"]["S"],
