@@ -14,6 +14,7 @@ import base64
 import binascii
 import hashlib
 import re
+from _hashlib import HASH  # the type of hashlib.sha256(), for the prepared states
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -49,8 +50,8 @@ class HmacKey:
     # The SHA-256 states after the keyed inner and outer blocks, computed once per key: `sign`
     # copies them, where `hmac.new` hashes both blocks again, with OpenSSL's set-up, for every
     # message (more than half of its cost on a Fetcher event's few hundred signed bytes).
-    _inner: hashlib._Hash = field(init=False, repr=False, compare=False)
-    _outer: hashlib._Hash = field(init=False, repr=False, compare=False)
+    _inner: HASH = field(init=False, repr=False, compare=False)
+    _outer: HASH = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.secret) != KEY_BYTES:
