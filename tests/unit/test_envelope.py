@@ -138,6 +138,35 @@ def test_required_fields(field: str) -> None:
         ForwardedMessage.from_json(json.dumps(document))
 
 
+@pytest.mark.parametrize(
+    ("mutation", "detail"),
+    [
+        ({"exchange": None, "body": 5}, "field 'exchange' must be str, got NoneType"),
+        ({"vhost": 1, "redelivered": 0}, "field 'vhost' must be str, got int"),
+        ({"redelivered": 0, "headers": {}}, "field 'redelivered' must be bool, got int"),
+        ({"headers": "x", "body": None}, "field 'headers' must be list, got str"),
+        ({"body": 1}, "field 'body' must be str, got int"),
+        ({"headers": [["a", "bytes", "%"]], "body": "%"}, "headers['a'] is not standard base64"),
+    ],
+)
+def test_the_first_field_in_the_contracts_order_is_named(mutation: dict, detail: str) -> None:  # type: ignore[type-arg]
+    # Every required field is checked in one test on the common path; the rejection still names
+    # the first bad field in the order exchange, routing_key, vhost, redelivered, headers, body,
+    # and a bad header table before a bad body.
+    document = {**json.loads(MESSAGE.to_json()), **mutation}
+    with pytest.raises(RejectedMessageError) as rejected:
+        ForwardedMessage.from_json(json.dumps(document))
+    assert rejected.value.reason is Reason.MALFORMED_ENVELOPE
+    assert rejected.value.detail == detail
+
+
+def test_a_missing_field_is_named_before_a_later_mistyped_one() -> None:
+    document = {**json.loads(MESSAGE.to_json()), "body": 5}
+    del document["routing_key"]
+    with pytest.raises(RejectedMessageError, match="required field 'routing_key' is missing"):
+        ForwardedMessage.from_json(json.dumps(document))
+
+
 def test_properties_from_amqp_keeps_only_what_was_set() -> None:
     class Props:
         content_type = "application/json"

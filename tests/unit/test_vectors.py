@@ -4,13 +4,17 @@ shared/vectors): key derivation, canonical payloads, signatures and verdicts, al
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import hmac
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from jobhooks.inbound.keys import HmacKey, derive_external_key, derive_key
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks.inbound.signed_bytes import bound_job_id, canonical_signed_bytes, legacy_signed_bytes
@@ -131,3 +135,18 @@ def test_the_internal_key_never_verifies_job_events() -> None:
             max_age_seconds=300,
         )
     assert rejected.value.reason is Reason.SIGNATURE_MISMATCH
+
+
+@given(secret=st.binary(min_size=32, max_size=32), message=st.binary(max_size=2048))
+def test_a_keys_hmac_is_the_standard_librarys(secret: bytes, message: bytes) -> None:
+    # HmacKey.sign reuses its key's prepared hash states instead of hmac.new's per-call set-up;
+    # the signature must be the same, byte for byte, for any key and message.
+    assert HmacKey(secret).sign(message) == hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
+def test_a_key_is_copied_and_pickled_with_its_prepared_states_rebuilt() -> None:
+    key = HmacKey(bytes(range(32)))
+    for copied in (pickle.loads(pickle.dumps(key)), copy.deepcopy(key), copy.copy(key)):
+        assert copied == key and copied.fingerprint == key.fingerprint
+        assert copied.sign(b"body") == key.sign(b"body")
+    assert "secret" not in repr(key) and bytes(range(32)).hex() not in repr(key)

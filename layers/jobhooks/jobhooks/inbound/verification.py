@@ -7,11 +7,10 @@ freshness window, which is the bridge's (see freshness.py).
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from jobhooks.inbound.envelope import Headers, HeaderValue, OutOfRangeTimestamp, header_text
 from jobhooks.inbound.freshness import DEFAULT_FUTURE_SKEW_SECONDS, check_freshness
@@ -30,8 +29,11 @@ _DECIMAL_INTEGER = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-@dataclass(frozen=True, slots=True)
-class VerifiedSignature:
+class VerifiedSignature(NamedTuple):
+    """What a verified signature authenticates. A named tuple: immutable like a frozen
+    dataclass, whose `__init__` sets each field through `object.__setattr__` at more than
+    twice the cost, once per message."""
+
     timestamp: int
     tenant_id: str
     """The signed `X-Tenant-ID` value: "" when the producer sent none, and always "" for a
@@ -111,8 +113,8 @@ def verify_signature(
 
 
 def _matches(key: HmacKey, signed: bytes, provided: bytes) -> bool:
-    expected = hmac.new(key.secret, signed, hashlib.sha256).hexdigest().encode("ascii")
-    return hmac.compare_digest(expected, provided)
+    # Constant-time: how much of a guess matches must not show in the time it takes to refuse.
+    return hmac.compare_digest(key.sign(signed).encode("ascii"), provided)
 
 
 def parse_timestamp(value: HeaderValue) -> int:
