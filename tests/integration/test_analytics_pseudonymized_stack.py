@@ -26,8 +26,8 @@ from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.ingest.model import IngestOutcome
 from jobhooks.spill.messages import SpilledRows, spill_messages
 from jobhooks_tools.local.analytics.files import LocalFileSink
-from jobhooks_tools.local.gateway import LOCAL_PARAMETERS
 from jobhooks_tools.local.event_source import SqsEventSource
+from jobhooks_tools.local.gateway import LOCAL_PARAMETERS
 from jobhooks_tools.local.moto_server import local_aws_environment
 from jobhooks_tools.local.template import LocalResources, provision
 from jobhooks_tools.sample_events import demo_key, make_job_event

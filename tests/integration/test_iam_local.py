@@ -125,9 +125,9 @@ def test_a_service_on_a_moto_process_of_its_own_is_held_to_the_roles_too(aws: Mo
 def without_deliver_deletes(template: dict[str, Any]) -> dict[str, Any]:
     """template.yaml with a DeliverRole that may receive from its queue but not delete."""
     changed = copy.deepcopy(template)
-    statements = changed["Resources"]["DeliverRole"]["Properties"]["Policies"][0][
-        "PolicyDocument"
-    ]["Statement"]
+    statements = changed["Resources"]["DeliverRole"]["Properties"]["Policies"][0]["PolicyDocument"][
+        "Statement"
+    ]
     (consume,) = [s for s in statements if s["Sid"] == "ConsumeDeliveryQueueAndBackOff"]
     assert DELETE_MESSAGE in consume["Action"]
     consume["Action"] = [a for a in consume["Action"] if a != DELETE_MESSAGE]
