@@ -225,6 +225,8 @@ class DeliveryBench:
             wait_time_seconds=0,
             function_timeout_seconds=60,
             strict_responses=True,
+            # The deliver function's use case, assembled here: its calls are DeliverRole's.
+            principal="DeliverFunction",
         )
         self.receivers: list[Receiver] = []
         self._hidden_seen = 0

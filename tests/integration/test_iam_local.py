@@ -4,7 +4,9 @@ read from the template itself, and the suite fails when a role misses a grant th
 from __future__ import annotations
 
 import copy
+import importlib.util
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import yaml
 from botocore.exceptions import ClientError
 from jobhooks_tools.local import iam
 from jobhooks_tools.local.activity import describe
+from jobhooks_tools.local.event_source import SqsEventSource
 from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.local.template import LocalResources, load_template, provision
 from jobhooks_tools.sample_events import demo_key
@@ -31,6 +34,7 @@ pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[2]
 GET_CLAIM = "dynamodb:GetItem"
+DELETE_MESSAGE = "sqs:DeleteMessage"
 SUITE_REPORT_VARIABLES = (EXERCISED_FILE_VARIABLE, REPORT_FAILS_VARIABLE)
 
 
@@ -116,6 +120,53 @@ def test_a_service_on_a_moto_process_of_its_own_is_held_to_the_roles_too(aws: Mo
         assert refusal.action == GET_CLAIM
     finally:
         apart.stop()
+
+
+def without_deliver_deletes(template: dict[str, Any]) -> dict[str, Any]:
+    """template.yaml with a DeliverRole that may receive from its queue but not delete."""
+    changed = copy.deepcopy(template)
+    statements = changed["Resources"]["DeliverRole"]["Properties"]["Policies"][0]["PolicyDocument"][
+        "Statement"
+    ]
+    (consume,) = [s for s in statements if s["Sid"] == "ConsumeDeliveryQueueAndBackOff"]
+    assert DELETE_MESSAGE in consume["Action"]
+    consume["Action"] = [a for a in consume["Action"] if a != DELETE_MESSAGE]
+    return changed
+
+
+def test_the_poller_of_a_handler_loaded_from_its_file_acts_as_its_function(
+    aws: MotoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lambda receives and deletes with the function's role. A handler loaded from
+    functions/deliver/app.py by file location (its module is in no `sys.modules`, as the
+    tests load it) is still DeliverFunction's: without sqs:DeleteMessage in DeliverRole, the
+    poller's delete of the record the handler acked is refused, as on AWS."""
+    weakened = provision(
+        without_deliver_deletes(load_template()),
+        fetcher_keys=[demo_key().hex],
+        endpoint_url=aws.endpoint_url,
+    )
+    for name, value in weakened.environment().items():
+        monkeypatch.setenv(name, value)
+    path = ROOT / "functions" / "deliver" / "app.py"
+    spec = importlib.util.spec_from_file_location(f"jobhooks_test_deliver_{uuid.uuid4().hex}", path)
+    assert spec is not None and spec.loader is not None
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    assert iam.principal_of_code(app.handler) == "DeliverFunction"
+
+    queue_url = weakened.queue_url("DeliveryQueue")
+    sqs = boto3.session.Session().client("sqs")
+    # Not a delivery task: the deliver function parks it and acks it, touching nothing else.
+    sqs.send_message(QueueUrl=queue_url, MessageBody="not a delivery task")
+    stats = SqsEventSource(queue_url, app.handler, sqs_client=sqs, wait_time_seconds=0).run_once()
+    assert (stats.received, stats.succeeded, stats.deleted, stats.delete_failures) == (1, 1, 0, 1)
+    (refusal,) = iam.take_refusals()
+    assert (refusal.principal, refusal.action, refusal.resource) == (
+        "DeliverFunction",
+        DELETE_MESSAGE,
+        weakened.arns["DeliveryQueue"],
+    )
 
 
 def test_the_shovel_may_only_send_to_the_ingest_queue_as_deploy_documents(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import contextvars
+import inspect
 import json
 import logging
 import sys
@@ -174,8 +175,21 @@ def acting_as(name: str | None) -> Iterator[None]:
 
 
 def principal_of_code(code: Any) -> str | None:
-    """The principal whose code `code` (a function, e.g. a handler) is, if any."""
-    module = sys.modules.get(getattr(code, "__module__", "") or "")
+    """The principal whose code `code` (a function, e.g. a handler) is, if any.
+
+    Found from the file the function was compiled from, under its decorators (Powertools'
+    wrappers keep it as `__wrapped__`), so a handler loaded from `functions/<name>/app.py` by
+    file location, whose module is not in `sys.modules`, is its function's as much as an
+    imported one; the module's file is the fallback for a callable object."""
+    try:
+        unwrapped = inspect.unwrap(code)
+    except ValueError:  # a cycle of __wrapped__: judge the outer callable
+        unwrapped = code
+    for candidate in (unwrapped, getattr(unwrapped, "__func__", None)):
+        compiled = getattr(candidate, "__code__", None)
+        if compiled is not None:
+            return _principal_of_file(compiled.co_filename)
+    module = sys.modules.get(getattr(unwrapped, "__module__", "") or "")
     filename = getattr(module, "__file__", None)
     return _principal_of_file(filename) if filename else None
 
