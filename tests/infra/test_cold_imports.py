@@ -157,3 +157,22 @@ def test_the_portal_loads_no_operator_routes_or_operations() -> None:
 
 def test_the_api_loads_nothing_of_the_portal() -> None:
     assert loaded(modules_after_import("api"), ("jobhooks.portal",)) == []
+
+
+# Loaded by neither event function at import because few executions run them: the notifier
+# (built by the first notification: only an endpoint's change of state or an owed notification
+# sends one) and its models, and the spill path (only a failed write after the webhooks).
+EVENT_FUNCTION_LEAVES = (
+    "jobhooks.notifications.wiring",
+    "jobhooks.notifications.notifier",
+    "jobhooks.notifications.model",
+    "jobhooks.notifications.operations_topic",
+    "jobhooks.spill.messages",
+)
+
+
+@pytest.mark.parametrize("function", ["ingest", "deliver"])
+def test_the_event_functions_leave_notifications_and_spills_to_the_executions_that_send_them(
+    function: str,
+) -> None:
+    assert loaded(modules_after_import(function), EVENT_FUNCTION_LEAVES) == []

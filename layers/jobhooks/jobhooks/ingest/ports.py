@@ -12,7 +12,7 @@ the webhooks; tests may pass in-memory fakes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.delivery.first_attempt import EventDeliveries, FirstAttemptReport, PageSpill
@@ -29,8 +29,11 @@ from jobhooks.ingest.model import (
     FanOutPlan,
     QuarantinedMessage,
 )
-from jobhooks.spill.messages import SpillMessage
 from jobhooks.subscriptions.model import Subscription
+
+if TYPE_CHECKING:
+    # The spill path runs only when a write after the webhooks failed: not at import.
+    from jobhooks.spill.messages import SpillMessage
 
 
 class EventClaims(Protocol):
