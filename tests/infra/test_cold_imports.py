@@ -161,13 +161,19 @@ def test_the_api_loads_nothing_of_the_portal() -> None:
 
 # Loaded by neither event function at import because few executions run them: the notifier
 # (built by the first notification: only an endpoint's change of state or an owed notification
-# sends one) and its models, and the spill path (only a failed write after the webhooks).
+# sends one) and its models, the spill path (only a failed write after the webhooks), and the
+# classes only the management API's operations build: quarantined messages (a rejected message),
+# event and delivery pages, re-fan-out results, a subscription page or issued secret.
 EVENT_FUNCTION_LEAVES = (
     "jobhooks.notifications.wiring",
     "jobhooks.notifications.notifier",
     "jobhooks.notifications.model",
     "jobhooks.notifications.operations_topic",
     "jobhooks.spill.messages",
+    "jobhooks.ingest.quarantined",
+    "jobhooks.ingest.reads",
+    "jobhooks.delivery.pages",
+    "jobhooks.subscriptions.results",
 )
 
 

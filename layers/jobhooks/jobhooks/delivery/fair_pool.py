@@ -23,6 +23,8 @@ from typing import Any
 
 @dataclass(eq=False)
 class _Job:
+    """One submitted call, with the tenant and endpoint it counts against."""
+
     tenant: str
     endpoint: str
     per_tenant: int

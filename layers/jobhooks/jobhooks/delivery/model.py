@@ -9,9 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.pages import DeliveryPage as DeliveryPage
 
 # The attempt log keeps this much of a response body: DynamoDB bills writes per started KiB of
 # the whole item, and a first-attempt success with a short excerpt stays a one-unit write; a
@@ -133,12 +136,6 @@ class DeliveryRecord(BaseModel):
         return self.attempts[-1] if self.attempts else None
 
 
-@dataclass(frozen=True)
-class DeliveryPage:
-    deliveries: tuple[DeliveryRecord, ...]
-    next_cursor: str | None
-
-
 # -- outcomes -----------------------------------------------------------------------------------
 
 
@@ -229,6 +226,8 @@ class DeliveryMessage:
 
 @dataclass(frozen=True)
 class DeliveryOutcome:
+    """What one delivery task came to: its result, the attempt made, when to retry."""
+
     result: DeliveryResult
     delivery_id: str | None = None
     attempt: DeliveryAttempt | None = None
@@ -245,6 +244,8 @@ class DeliveryOutcome:
 
 @dataclass(frozen=True)
 class SentWebhook:
+    """A webhook POSTed: its id and the attempt that sent it."""
+
     webhook_id: str
     attempt: DeliveryAttempt
 
@@ -254,3 +255,17 @@ def _cut_utf8(text: str, limit: int) -> str:
     if len(encoded) <= limit:
         return text
     return encoded[:limit].decode("utf-8", errors="ignore")
+
+
+# `DeliveryPage` lives in `pages` (the management reads'), so that the delivery functions' cold
+# start does not define it; still importable from here.
+_MOVED: Final = {"DeliveryPage": "jobhooks.delivery.pages"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -24,14 +24,15 @@ from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.model import (
     Claim,
     Duplicate,
-    EventPage,
     EventRecord,
     FanOutPlan,
-    QuarantinedMessage,
 )
 from jobhooks.subscriptions.model import Subscription
 
 if TYPE_CHECKING:
+    from jobhooks.ingest.quarantined import QuarantinedMessage
+    from jobhooks.ingest.reads import EventPage
+
     # The spill path runs only when a write after the webhooks failed: not at import.
     from jobhooks.spill.messages import SpillMessage
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from jobhooks.delivery.first_attempt import EventDeliveries
 from jobhooks.delivery.first_attempts import FirstAttemptPage, new_batch_id
@@ -64,7 +64,6 @@ from jobhooks.ingest.model import (
     Claim,
     Duplicate,
     FanOutPlan,
-    FanOutResult,
     IngestOutcome,
     IngestResult,
 )
@@ -84,6 +83,9 @@ from jobhooks.ingest.telemetry import IngestTelemetry
 from jobhooks.ingest.writes_after_webhooks import record_outcomes, spill_pages
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
+
+if TYPE_CHECKING:
+    from jobhooks.ingest.reads import FanOutResult
 
 DEFAULT_MAX_LEASE_MS: Final = 120_000
 
