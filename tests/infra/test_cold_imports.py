@@ -175,6 +175,9 @@ EVENT_FUNCTION_LEAVES = (
     "jobhooks.delivery.pages",
     "jobhooks.subscriptions.results",
 )
+# Ingest's first attempts settle through the delivery package, but park nothing (a delivery's
+# first attempt is hardly ever its last) and read no record of the delivery queue.
+INGEST_LEAVES = ("jobhooks.delivery.parking", "jobhooks.delivery.batch")
 
 
 @pytest.mark.parametrize("function", ["ingest", "deliver"])
@@ -182,3 +185,7 @@ def test_the_event_functions_leave_notifications_and_spills_to_the_executions_th
     function: str,
 ) -> None:
     assert loaded(modules_after_import(function), EVENT_FUNCTION_LEAVES) == []
+
+
+def test_ingest_leaves_parking_and_the_deliver_functions_records_to_deliver() -> None:
+    assert loaded(modules_after_import("ingest"), INGEST_LEAVES) == []

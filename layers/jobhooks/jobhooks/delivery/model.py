@@ -5,7 +5,6 @@ log's DynamoDB adapter (`attempt_log`), the HTTP client (`http_client`), the met
 management API all speak in these types.
 """
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -14,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
+    from jobhooks.delivery.batch import DeliveryMessage as DeliveryMessage
+    from jobhooks.delivery.batch import SentWebhook as SentWebhook
     from jobhooks.delivery.pages import DeliveryPage as DeliveryPage
 
 # The attempt log keeps this much of a response body: DynamoDB bills writes per started KiB of
@@ -204,27 +205,6 @@ class DeliveryResult(StrEnum):
 
 
 @dataclass(frozen=True)
-class DeliveryMessage:
-    """The parts of an SQS record the deliver function uses."""
-
-    message_id: str
-    receipt_handle: str
-    body: str
-    receive_count: int
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> "DeliveryMessage":
-        attributes = record.get("attributes") or {}
-        count = str(attributes.get("ApproximateReceiveCount", "1"))
-        return cls(
-            message_id=str(record["messageId"]),
-            receipt_handle=str(record.get("receiptHandle", "")),
-            body=str(record.get("body", "")),
-            receive_count=max(1, int(count)) if count.isdigit() else 1,
-        )
-
-
-@dataclass(frozen=True)
 class DeliveryOutcome:
     """What one delivery task came to: its result, the attempt made, when to retry."""
 
@@ -242,14 +222,6 @@ class DeliveryOutcome:
         return self.result not in (DeliveryResult.RETRY_SCHEDULED, DeliveryResult.NOT_STARTED)
 
 
-@dataclass(frozen=True)
-class SentWebhook:
-    """A webhook POSTed: its id and the attempt that sent it."""
-
-    webhook_id: str
-    attempt: DeliveryAttempt
-
-
 def _cut_utf8(text: str, limit: int) -> str:
     encoded = text.encode("utf-8")
     if len(encoded) <= limit:
@@ -257,9 +229,14 @@ def _cut_utf8(text: str, limit: int) -> str:
     return encoded[:limit].decode("utf-8", errors="ignore")
 
 
-# `DeliveryPage` lives in `pages` (the management reads'), so that the delivery functions' cold
-# start does not define it; still importable from here.
-_MOVED: Final = {"DeliveryPage": "jobhooks.delivery.pages"}
+# Names that live in modules of their own, still importable from here: `pages` (the management
+# reads'), so that no delivery function's cold start defines it, and `batch` (the deliver
+# function's own), so that ingest's does not.
+_MOVED: Final = {
+    "DeliveryPage": "jobhooks.delivery.pages",
+    "DeliveryMessage": "jobhooks.delivery.batch",
+    "SentWebhook": "jobhooks.delivery.batch",
+}
 
 
 def __getattr__(name: str) -> Any:
