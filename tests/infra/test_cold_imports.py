@@ -157,3 +157,35 @@ def test_the_portal_loads_no_operator_routes_or_operations() -> None:
 
 def test_the_api_loads_nothing_of_the_portal() -> None:
     assert loaded(modules_after_import("api"), ("jobhooks.portal",)) == []
+
+
+# Loaded by neither event function at import because few executions run them: the notifier
+# (built by the first notification: only an endpoint's change of state or an owed notification
+# sends one) and its models, the spill path (only a failed write after the webhooks), and the
+# classes only the management API's operations build: quarantined messages (a rejected message),
+# event and delivery pages, re-fan-out results, a subscription page or issued secret.
+EVENT_FUNCTION_LEAVES = (
+    "jobhooks.notifications.wiring",
+    "jobhooks.notifications.notifier",
+    "jobhooks.notifications.model",
+    "jobhooks.notifications.operations_topic",
+    "jobhooks.spill.messages",
+    "jobhooks.ingest.quarantined",
+    "jobhooks.ingest.reads",
+    "jobhooks.delivery.pages",
+    "jobhooks.subscriptions.results",
+)
+# Ingest's first attempts settle through the delivery package, but park nothing (a delivery's
+# first attempt is hardly ever its last) and read no record of the delivery queue.
+INGEST_LEAVES = ("jobhooks.delivery.parking", "jobhooks.delivery.batch")
+
+
+@pytest.mark.parametrize("function", ["ingest", "deliver"])
+def test_the_event_functions_leave_notifications_and_spills_to_the_executions_that_send_them(
+    function: str,
+) -> None:
+    assert loaded(modules_after_import(function), EVENT_FUNCTION_LEAVES) == []
+
+
+def test_ingest_leaves_parking_and_the_deliver_functions_records_to_deliver() -> None:
+    assert loaded(modules_after_import("ingest"), INGEST_LEAVES) == []

@@ -55,6 +55,8 @@ _DUCKDB_TYPES: Final = {
 
 @dataclass(frozen=True, slots=True)
 class Column:
+    """One column of the analytics contract."""
+
     name: str
     type: ContractType
     privacy: Privacy

@@ -49,16 +49,15 @@ from datetime import datetime
 from typing import Any, Final
 
 from jobhooks.delivery.attempt import attempt_delivery, post_signed
+from jobhooks.delivery.batch import DeliveryMessage, SentWebhook
 from jobhooks.delivery.fair_pool import FairPool
 from jobhooks.delivery.model import (
     DeliveryAttempt,
-    DeliveryMessage,
     DeliveryOutcome,
     DeliveryRecord,
     DeliveryResult,
     DeliveryStatus,
     FailureClass,
-    SentWebhook,
     failure_class_of,
     result_label,
 )

@@ -41,12 +41,12 @@ import heapq
 import itertools
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from jobhooks.delivery.attempt_log import BY_SUBSCRIPTION_INDEX, MAX_BATCH_GET_KEYS, AttemptLog
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.delivery.first_attempts import FirstAttemptLog, StoredPage, batch_time
-from jobhooks.delivery.model import DeliveryPage, DeliveryRecord
+from jobhooks.delivery.model import DeliveryRecord
 from jobhooks.delivery_task import (
     DELIVERY_ID_PATTERN,
     delivery_id_for,
@@ -59,6 +59,9 @@ from jobhooks.storage.exceptions import InvalidCursorError
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
 from jobhooks.storage.times import format_time, parse_time, to_stored_precision
 from jobhooks.subscriptions.model import SUBSCRIPTION_ID_PATTERN
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.pages import DeliveryPage
 
 # The listing an event's cursors name (once an index's name; cursors stay valid across it).
 BY_EVENT_LISTING: Final = "by_event"
@@ -160,6 +163,8 @@ class DeliveryHistory:
                 }
             ),
         )
+        from jobhooks.delivery.pages import DeliveryPage  # the management reads' only
+
         return DeliveryPage(page, next_cursor)
 
     def list_by_subscription(
@@ -195,6 +200,8 @@ class DeliveryHistory:
                 }
             ),
         )
+        from jobhooks.delivery.pages import DeliveryPage  # the management reads' only
+
         return DeliveryPage(page, next_cursor)
 
     # -- the two sources of a subscription's listing, each in listing order --------------------

@@ -5,13 +5,17 @@ log's DynamoDB adapter (`attempt_log`), the HTTP client (`http_client`), the met
 management API all speak in these types.
 """
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.batch import DeliveryMessage as DeliveryMessage
+    from jobhooks.delivery.batch import SentWebhook as SentWebhook
+    from jobhooks.delivery.pages import DeliveryPage as DeliveryPage
 
 # The attempt log keeps this much of a response body: DynamoDB bills writes per started KiB of
 # the whole item, and a first-attempt success with a short excerpt stays a one-unit write; a
@@ -133,12 +137,6 @@ class DeliveryRecord(BaseModel):
         return self.attempts[-1] if self.attempts else None
 
 
-@dataclass(frozen=True)
-class DeliveryPage:
-    deliveries: tuple[DeliveryRecord, ...]
-    next_cursor: str | None
-
-
 # -- outcomes -----------------------------------------------------------------------------------
 
 
@@ -207,28 +205,9 @@ class DeliveryResult(StrEnum):
 
 
 @dataclass(frozen=True)
-class DeliveryMessage:
-    """The parts of an SQS record the deliver function uses."""
-
-    message_id: str
-    receipt_handle: str
-    body: str
-    receive_count: int
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> "DeliveryMessage":
-        attributes = record.get("attributes") or {}
-        count = str(attributes.get("ApproximateReceiveCount", "1"))
-        return cls(
-            message_id=str(record["messageId"]),
-            receipt_handle=str(record.get("receiptHandle", "")),
-            body=str(record.get("body", "")),
-            receive_count=max(1, int(count)) if count.isdigit() else 1,
-        )
-
-
-@dataclass(frozen=True)
 class DeliveryOutcome:
+    """What one delivery task came to: its result, the attempt made, when to retry."""
+
     result: DeliveryResult
     delivery_id: str | None = None
     attempt: DeliveryAttempt | None = None
@@ -243,14 +222,27 @@ class DeliveryOutcome:
         return self.result not in (DeliveryResult.RETRY_SCHEDULED, DeliveryResult.NOT_STARTED)
 
 
-@dataclass(frozen=True)
-class SentWebhook:
-    webhook_id: str
-    attempt: DeliveryAttempt
-
-
 def _cut_utf8(text: str, limit: int) -> str:
     encoded = text.encode("utf-8")
     if len(encoded) <= limit:
         return text
     return encoded[:limit].decode("utf-8", errors="ignore")
+
+
+# Names that live in modules of their own, still importable from here: `pages` (the management
+# reads'), so that no delivery function's cold start defines it, and `batch` (the deliver
+# function's own), so that ingest's does not.
+_MOVED: Final = {
+    "DeliveryPage": "jobhooks.delivery.pages",
+    "DeliveryMessage": "jobhooks.delivery.batch",
+    "SentWebhook": "jobhooks.delivery.batch",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from jobhooks.delivery.model import (
     DeliveryAttempt,
@@ -20,9 +20,11 @@ from jobhooks.delivery.model import (
     DeliveryStatus,
     PostResult,
 )
-from jobhooks.delivery.parking import ParkingSummary
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.subscriptions.model import Subscription
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.parking import ParkingSummary
 
 
 class DeliveryLog(Protocol):

@@ -26,7 +26,7 @@ import logging
 import random
 import threading
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from jobhooks.delivery.model import (
     DeliveryAttempt,
@@ -38,12 +38,14 @@ from jobhooks.delivery.model import (
     failure_class_of,
     result_label,
 )
-from jobhooks.delivery.parking import ParkingSummary, ParkReason
 from jobhooks.delivery.ports import DeadLetters, DeliveryLog, SubscriptionDirectory
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule, UniformRandom
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.subscriptions.exceptions import SubscriptionNotFoundError
 from jobhooks.subscriptions.model import Subscription
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.parking import ParkReason
 
 _log = logging.getLogger(__name__)
 
@@ -117,6 +119,10 @@ class Settlement:
         if failure is FailureClass.HTTP_410:
             return self._told(task, self._gone(task, attempt, source), subscription)
         if self.schedule.is_last(attempt.n):
+            # Here, not at import: ingest's first attempts settle through this module, and its
+            # first attempt is hardly ever a delivery's last (the deliver function parks).
+            from jobhooks.delivery.parking import ParkReason
+
             return self.park(
                 task, attempt, ParkReason.ATTEMPTS_EXHAUSTED, source, subscription=subscription
             )
@@ -153,6 +159,8 @@ class Settlement:
         subscription: Subscription | None = None,
     ) -> DeliveryOutcome:
         """Record the delivery `parked`, then put it in the delivery DLQ with why."""
+        from jobhooks.delivery.parking import ParkingSummary
+
         # Recorded first: the condition refuses to park a delivery a duplicate already made.
         if not self._log.record_attempt(
             task,

@@ -47,7 +47,6 @@ from jobhooks.ingest.model import (
     Claim,
     ClaimState,
     Duplicate,
-    EventPage,
     EventRecord,
     FanOutPlan,
     TakeOver,
@@ -68,6 +67,7 @@ from jobhooks.storage.updates import ItemUpdate
 
 if TYPE_CHECKING:
     from jobhooks.inbound.event import JobEvent
+    from jobhooks.ingest.reads import EventPage
 
 UNMATCHED_INDEX: Final = "unmatched"
 
@@ -365,6 +365,8 @@ class ClaimStore:
             if not start_key:
                 break
         page, next_cursor = cut_page(found, limit, _cursor_after)
+        from jobhooks.ingest.reads import EventPage  # the management API's read only
+
         return EventPage(page, next_cursor)
 
     def record_fan_out(

@@ -20,6 +20,8 @@ from jobhooks.subscriptions.model import Subscription
 
 @dataclass(frozen=True, slots=True)
 class PlannedFanOut:
+    """An event's fan-out, decided before its claim: the outcome, the plan, the tasks."""
+
     outcome: Outcome
     plan: FanOutPlan
     tasks: tuple[DeliveryTask, ...]

@@ -20,6 +20,8 @@ MAX_EVENT_ID_CHARS: Final = 512
 
 @dataclass(frozen=True, slots=True)
 class InboundMessage:
+    """One record of the ingest queue, as ingest reads it."""
+
     body: str
     """The SQS body, verbatim: the `jobhooks.amqp/1` forwarded message (or anything else)."""
     message_id: str

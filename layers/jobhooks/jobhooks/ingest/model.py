@@ -1,4 +1,5 @@
-"""What ingest works with: claims, event records, quarantined messages and the use case's results.
+"""What ingest works with: claims, event records and the use case's results (quarantined messages:
+`quarantined`; what the management API's reads return: `reads`).
 
 Plain data, no AWS client: the use case (`service`), its ports (`ports`) and the DynamoDB adapters
 (`claims`, `quarantine`) all speak in these types.
@@ -9,11 +10,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from jobhooks.inbound.rejection import Reason
 from jobhooks.ingest.limits import QUARANTINE_ID_PATTERN as QUARANTINE_ID_PATTERN
 from jobhooks.storage.times import format_time
+
+if TYPE_CHECKING:
+    from jobhooks.ingest.quarantined import QuarantinedMessage as QuarantinedMessage
+    from jobhooks.ingest.quarantined import QuarantinePage as QuarantinePage
+    from jobhooks.ingest.quarantined import QuarantineStatus as QuarantineStatus
+    from jobhooks.ingest.reads import EventPage as EventPage
+    from jobhooks.ingest.reads import FanOutResult as FanOutResult
+
+# Names that live in modules of their own, so that the ingest function's cold start does not
+# define them (`quarantined`: rejected messages only; `reads`: the management API's), still
+# importable from here: each loads its module on first use.
+_MOVED: Final = {
+    "QuarantineStatus": "jobhooks.ingest.quarantined",
+    "QuarantinedMessage": "jobhooks.ingest.quarantined",
+    "QuarantinePage": "jobhooks.ingest.quarantined",
+    "EventPage": "jobhooks.ingest.reads",
+    "FanOutResult": "jobhooks.ingest.reads",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 # -- claims (ClaimsTable) ------------------------------------------------------------------------
 
@@ -114,71 +143,6 @@ class Duplicate:
     existing: EventRecord
 
 
-@dataclass(frozen=True, slots=True)
-class EventPage:
-    events: tuple[EventRecord, ...]
-    next_cursor: str | None
-
-
-# -- quarantined messages (QuarantineTable) ------------------------------------------------------
-
-
-class QuarantineStatus(StrEnum):
-    QUARANTINED = "quarantined"
-    REPLAYED = "replayed"
-
-
-@dataclass(frozen=True, slots=True)
-class QuarantinedMessage:
-    quarantine_id: str
-    reason: Reason
-    detail: str
-    message: str
-    """The original SQS body, verbatim (only its head when `message_truncated`)."""
-    sqs_message_id: str
-    sent_at: datetime
-    received_at: datetime
-    expires_at: datetime
-    status: QuarantineStatus = QuarantineStatus.QUARANTINED
-    event_id: str | None = None
-    """The `ce-id` header as the message claims it: unverified, for finding related records."""
-    message_bytes: int = 0
-    message_truncated: bool = False
-    replay_of: str | None = None
-    replayed_at: datetime | None = None
-    replay_outcome: str | None = None
-    replayed_as: str | None = None
-
-    def to_dict(self, *, include_message: bool = True) -> dict[str, Any]:
-        """JSON-ready, for the management API and CLI."""
-        document: dict[str, Any] = {
-            "quarantine_id": self.quarantine_id,
-            "reason": self.reason.value,
-            "detail": self.detail,
-            "event_id": self.event_id,
-            "sqs_message_id": self.sqs_message_id,
-            "sent_at": format_time(self.sent_at),
-            "received_at": format_time(self.received_at),
-            "expires_at": format_time(self.expires_at),
-            "status": self.status.value,
-            "message_bytes": self.message_bytes,
-            "message_truncated": self.message_truncated,
-            "replay_of": self.replay_of,
-            "replayed_at": format_time(self.replayed_at) if self.replayed_at else None,
-            "replay_outcome": self.replay_outcome,
-            "replayed_as": self.replayed_as,
-        }
-        if include_message:
-            document["message"] = self.message
-        return document
-
-
-@dataclass(frozen=True, slots=True)
-class QuarantinePage:
-    messages: tuple[QuarantinedMessage, ...]
-    next_cursor: str | None
-
-
 # -- the use case's results ----------------------------------------------------------------------
 
 
@@ -190,6 +154,8 @@ class IngestOutcome(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class IngestResult:
+    """What ingesting one message came to."""
+
     outcome: IngestOutcome
     event_id: str | None = None
     """The verified `ce-id`; for a rejection, the one the message claims (unverified)."""
@@ -211,20 +177,6 @@ class IngestResult:
             "deliveries": self.deliveries,
             "reason": self.reason.value if self.reason else None,
             "quarantine_id": self.quarantine_id,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class FanOutResult:
-    event_id: str
-    deliveries: int
-    subscription_ids: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "event_id": self.event_id,
-            "deliveries": self.deliveries,
-            "subscription_ids": list(self.subscription_ids),
         }
 
 

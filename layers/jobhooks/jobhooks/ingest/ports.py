@@ -12,7 +12,7 @@ the webhooks; tests may pass in-memory fakes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.delivery.first_attempt import EventDeliveries, FirstAttemptReport, PageSpill
@@ -24,13 +24,17 @@ from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.model import (
     Claim,
     Duplicate,
-    EventPage,
     EventRecord,
     FanOutPlan,
-    QuarantinedMessage,
 )
-from jobhooks.spill.messages import SpillMessage
 from jobhooks.subscriptions.model import Subscription
+
+if TYPE_CHECKING:
+    from jobhooks.ingest.quarantined import QuarantinedMessage
+    from jobhooks.ingest.reads import EventPage
+
+    # The spill path runs only when a write after the webhooks failed: not at import.
+    from jobhooks.spill.messages import SpillMessage
 
 
 class EventClaims(Protocol):

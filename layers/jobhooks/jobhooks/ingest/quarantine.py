@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
@@ -23,12 +23,7 @@ from jobhooks.ingest.exceptions import (
     QuarantineTooLargeError,
 )
 from jobhooks.ingest.inbound import InboundMessage, claimed_event_id
-from jobhooks.ingest.model import (
-    QUARANTINE_ID_PATTERN,
-    QuarantinedMessage,
-    QuarantinePage,
-    QuarantineStatus,
-)
+from jobhooks.ingest.model import QUARANTINE_ID_PATTERN
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped, stored_time
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
@@ -40,6 +35,9 @@ from jobhooks.storage.times import (
     utc_now,
 )
 from jobhooks.storage.updates import ItemUpdate
+
+if TYPE_CHECKING:
+    from jobhooks.ingest.quarantined import QuarantinedMessage, QuarantinePage
 
 BY_REASON_INDEX: Final = "by_reason"
 # A DynamoDB item holds at most 400 KB, attribute names included; SQS bodies go up to 1 MiB.
@@ -78,6 +76,10 @@ class QuarantineStore:
         acknowledged) and `QuarantineTooLargeError` after keeping the head of a message too large
         for an item (the record then fails on to the dead-letter queue, which keeps it whole).
         """
+        # Here, not at import: the function builds this store at every cold start, and only a
+        # rejected message (or the management API) needs the records' classes.
+        from jobhooks.ingest.quarantined import QuarantinedMessage
+
         now = self._clock()
         raw = message.body.encode("utf-8", errors="replace")
         truncated = len(raw) > MAX_STORED_MESSAGE_BYTES
@@ -135,6 +137,8 @@ class QuarantineStore:
         cursor: str | None = None,
     ) -> QuarantinePage:
         """One page: with `reason`, newest first through `by_reason`; without, in table order."""
+        from jobhooks.ingest.quarantined import QuarantinePage
+
         check_page_size(limit)
         start_key = _start_key(cursor, reason) if cursor else None
         now = self._clock()
@@ -173,6 +177,8 @@ class QuarantineStore:
     def mark_replayed(
         self, quarantine_id: str, *, outcome: str, replayed_as: str | None = None
     ) -> None:
+        from jobhooks.ingest.quarantined import QuarantineStatus
+
         now = self._clock()
         update = (
             ItemUpdate()
@@ -218,6 +224,8 @@ def _to_item(record: QuarantinedMessage) -> dict[str, Any]:
 
 
 def _from_item(item: dict[str, Any]) -> QuarantinedMessage:
+    from jobhooks.ingest.quarantined import QuarantinedMessage, QuarantineStatus
+
     def text(name: str) -> str | None:
         value = item.get(name)
         return str(value["S"]) if value and "S" in value else None

@@ -8,10 +8,14 @@ written (the event has one).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from jobhooks.ingest.exceptions import EventNotFoundError
 from jobhooks.ingest.fan_out import delivery_tasks_for, job_name_of
-from jobhooks.ingest.model import FanOutResult
 from jobhooks.ingest.ports import DeliveryTasks, EventClaims, SubscriptionMatcher
+
+if TYPE_CHECKING:
+    from jobhooks.ingest.reads import FanOutResult
 
 
 def refan_out(
@@ -23,6 +27,10 @@ def refan_out(
     replay: bool = False,
 ) -> FanOutResult:
     """Raises `EventNotFoundError` or `EventInProgressError`."""
+    # Here, not at import: the ingest function imports this module with its service and never
+    # re-fans out (the management API does).
+    from jobhooks.ingest.reads import FanOutResult
+
     record = claims.get_done(event_id)
     if record.payload is None:  # not written by this code: nothing to re-send
         raise EventNotFoundError(event_id)

@@ -30,11 +30,12 @@ from jobhooks.ingest.model import (
     EventRecord,
     IngestOutcome,
     IngestResult,
-    QuarantinedMessage,
 )
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics
+
+    from jobhooks.ingest.quarantined import QuarantinedMessage
 
 RECEIVED: Final = "Received"
 ACCEPTED: Final = "Accepted"

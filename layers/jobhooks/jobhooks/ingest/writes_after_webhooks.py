@@ -11,13 +11,17 @@ events of the write fail and retry.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from jobhooks.analytics.exceptions import AnalyticsError, PseudonymizationKeyError
 from jobhooks.delivery.first_attempts import FirstAttemptPage
 from jobhooks.inbound.outcome import Outcome
 from jobhooks.ingest.ports import OutcomeRecorder, Spill
 from jobhooks.ingest.telemetry import IngestTelemetry
-from jobhooks.spill.messages import SpilledPages, SpilledRows
+
+if TYPE_CHECKING:
+    # Imported by the spill path itself (a failed write), not with every cold start.
+    from jobhooks.spill.messages import SpilledPages, SpilledRows
 
 
 def record_outcomes(
@@ -54,6 +58,8 @@ def spill_pages(
 ) -> bool:
     """The first-attempt stage's fallback when the pages could not be written: spill them, so
     the events complete instead of retrying; whether the spill queue took them."""
+    from jobhooks.spill.messages import SpilledPages
+
     return _spilled(SpilledPages(tuple(pages)), error, spill, telemetry)
 
 
@@ -65,6 +71,8 @@ def _spilled_rows(
     telemetry: IngestTelemetry,
 ) -> bool:
     """Whether the rows the sink refused are in the spill queue now."""
+    from jobhooks.spill.messages import SpilledRows
+
     if spill is None:
         return False
     plain = [outcome for _, outcome in outcomes]
@@ -86,6 +94,8 @@ def _spilled(
     telemetry: IngestTelemetry,
 ) -> bool:
     """Send what could not be written to the spill queue; whether it took it."""
+    from jobhooks.spill.messages import SpilledRows
+
     if spill is None:
         return False
     kind = "analytics rows" if isinstance(spilled, SpilledRows) else "first-attempt pages"

@@ -14,7 +14,23 @@ crossed an alert rule: each is one `notify(tenant, type, data, about_subscriptio
 is the SNS adapter, `wiring` builds a notifier from `JOBHOOKS_*` (docs/notifications.md).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from jobhooks.notifications.exceptions import NotificationError, NotificationNotSentError
-from jobhooks.notifications.model import Notification
+
+if TYPE_CHECKING:
+    from jobhooks.notifications.model import Notification
 
 __all__ = ["Notification", "NotificationError", "NotificationNotSentError"]
+
+
+def __getattr__(name: str) -> Any:
+    # `Notification` on first use: every function's settings import this package
+    # (`notifications.settings`), and only a notification being sent needs the model.
+    if name == "Notification":
+        from jobhooks.notifications.model import Notification
+
+        return Notification
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,11 +10,13 @@ item).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobhooks.spill.exceptions import SpillRefusedError
-from jobhooks.spill.messages import SpilledRows, SpillMessage, spill_messages
 from jobhooks.storage.clients import aws_error_code
+
+if TYPE_CHECKING:
+    from jobhooks.spill.messages import SpillMessage
 
 
 class SpillQueue:
@@ -27,6 +29,10 @@ class SpillQueue:
     def spill(self, spilled: SpillMessage) -> int:
         """Send `spilled`; the number of messages it took. Raises `SpillRefusedError`."""
         from botocore.exceptions import BotoCoreError, ClientError
+
+        # Here, not at import: ingest builds this queue at every cold start and spills only
+        # when a write after the webhooks failed.
+        from jobhooks.spill.messages import SpilledRows, spill_messages
 
         kind = "analytics rows" if isinstance(spilled, SpilledRows) else "first-attempt pages"
         sent = 0

@@ -12,9 +12,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
@@ -53,6 +52,10 @@ from jobhooks.subscriptions.model import (
 from jobhooks.subscriptions.secrets import DEFAULT_DATA_KEY_CACHE_SIZE, SecretVault, open_secret
 from jobhooks.webhook_signature import generate_secret
 
+if TYPE_CHECKING:
+    from jobhooks.subscriptions.results import IssuedSecret as IssuedSecret
+    from jobhooks.subscriptions.results import SubscriptionPage as SubscriptionPage
+
 BY_TENANT_INDEX: Final = "by_tenant"
 # Cursors of `list_by_tenant` are bound to the tenant they were issued for.
 CURSOR_SCOPE: Final = "for this tenant"
@@ -63,18 +66,21 @@ _MATCHING_CACHE_ENTRIES: Final = 1024
 _SUBSCRIPTION_ID: Final = shaped(SUBSCRIPTION_ID_PATTERN)
 
 
-@dataclass(frozen=True)
-class IssuedSecret:
-    """A subscription with the plaintext of its newest secret: shown to the tenant once."""
+# Names that live in `results` (the management operations' results), so that the event
+# functions' cold start does not define them, still importable from here.
+_MOVED: Final = {
+    "IssuedSecret": "jobhooks.subscriptions.results",
+    "SubscriptionPage": "jobhooks.subscriptions.results",
+}
 
-    subscription: Subscription
-    secret: str = field(repr=False)
 
+def __getattr__(name: str) -> Any:
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-@dataclass(frozen=True)
-class SubscriptionPage:
-    subscriptions: tuple[Subscription, ...]
-    next_cursor: str | None
+    return getattr(importlib.import_module(module), name)
 
 
 class _RevisionConflictError(Exception):
@@ -173,6 +179,8 @@ class SubscriptionStore:
         except _RevisionConflictError:
             # 128 random bits collided: astronomically unlikely, but never overwrite.
             raise SubscriptionConflictError(subscription_id) from None
+        from jobhooks.subscriptions.results import IssuedSecret
+
         return IssuedSecret(subscription, secret)
 
     def get(self, subscription_id: str, *, tenant_id: str | None = None) -> Subscription:
@@ -230,6 +238,8 @@ class SubscriptionStore:
         page, next_cursor = cut_page(
             found, limit, lambda last: encode_cursor({"t": tenant_id, "s": last.subscription_id})
         )
+        from jobhooks.subscriptions.results import SubscriptionPage
+
         return SubscriptionPage(page, next_cursor)
 
     def matching(self, tenant_id: str, event_type: str) -> tuple[Subscription, ...]:
@@ -344,6 +354,8 @@ class SubscriptionStore:
             return current.model_copy(
                 update={"secrets": tuple(versions), "data_key": data_key.encrypted}
             )
+
+        from jobhooks.subscriptions.results import IssuedSecret
 
         return IssuedSecret(self._mutate(subscription_id, tenant_id, rotate), secret)
 

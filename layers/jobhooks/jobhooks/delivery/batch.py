@@ -1,0 +1,43 @@
+"""What only the deliver function's batch works with: an SQS record as it reads it, and a webhook
+it sent.
+
+Apart from `model` because ingest, which imports the model at every cold start for its first
+attempts, reads no delivery-queue record. `model` still exports the names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jobhooks.delivery.model import DeliveryAttempt
+
+
+@dataclass(frozen=True)
+class DeliveryMessage:
+    """The parts of an SQS record the deliver function uses."""
+
+    message_id: str
+    receipt_handle: str
+    body: str
+    receive_count: int
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> DeliveryMessage:
+        attributes = record.get("attributes") or {}
+        count = str(attributes.get("ApproximateReceiveCount", "1"))
+        return cls(
+            message_id=str(record["messageId"]),
+            receipt_handle=str(record.get("receiptHandle", "")),
+            body=str(record.get("body", "")),
+            receive_count=max(1, int(count)) if count.isdigit() else 1,
+        )
+
+
+@dataclass(frozen=True)
+class SentWebhook:
+    """A webhook POSTed: its id and the attempt that sent it."""
+
+    webhook_id: str
+    attempt: DeliveryAttempt
