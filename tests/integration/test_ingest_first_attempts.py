@@ -302,18 +302,30 @@ def test_a_hanging_receiver_neither_delays_another_nor_costs_the_next_batches_a_
     quick = world.bench.subscribe(fast, tenant="acme")
     slow_event, fast_event = world.event("slowcorp"), world.event("acme")
 
+    dispatcher = world.ingest.first_attempts.dispatcher
     started = time.monotonic()
     assert accepted(world.run(slow_event, fast_event))
-    took = time.monotonic() - started
+    returned = time.monotonic()
+    with dispatcher._in_flight_lock:
+        still_running = dict(dispatcher._in_flight.get(hanging.subscription.subscription_id, {}))
 
+    # The hanging POST is left behind, not waited for: the batch ended while it was still
+    # running, and its own timeout is the phase's deadline (4 s after the batch began), so
+    # the batch ended before the deadline, measured from the POST's start (load that delays
+    # the batch delays the POST's start as much). A batch that waited for the deadline would
+    # find the POST ended.
+    assert len(still_running) == 1, "the batch waited until the hanging POST ended"
+    [post_started] = still_running.values()
+    assert returned < post_started + 4.0
+    # It ran past the latency budget (1 s) first: load can only lengthen this.
+    assert returned - started > 1.0
+    # The quick tenant's POST was made and answered within the batch, while the hanging one
+    # was still running: had it waited behind it, it would not have been made at all (a POST
+    # not started when the batch leaves is withdrawn and its task goes to the queue).
     [request] = fast.requests
+    assert request.received_at < returned
     [hung] = slow.requests
-    # Side by side: had the quick POST waited for the hanging one to be left behind (the 1 s
-    # budget), it would have arrived at least 1 s after it.
-    assert abs(request.received_at - hung.received_at) < 1.0
-    # The hanging POST is left behind once it runs past the latency budget (1 s): the batch
-    # does not wait for the 4 s deadline.
-    assert 0.9 < took < 3.0
+    assert hung.received_at < returned
     assert slow.count == 1
     record = world.bench.log.find(
         delivery_id_for(event_id_of(slow_event), hanging.subscription.subscription_id)
@@ -323,11 +335,15 @@ def test_a_hanging_receiver_neither_delays_another_nor_costs_the_next_batches_a_
     assert quick.subscription.subscription_id not in {t.subscription_id for t in world.queued()}
 
     # The breaker is open: no POST (the slow receiver's count stays 1), no wait for the budget
-    # or the deadline, the task goes straight to the queue.
+    # or the deadline, the task goes straight to the queue with no attempt made.
+    assert dispatcher.breaker.is_open(hanging.subscription.subscription_id)
     started = time.monotonic()
     again = world.event("slowcorp")
     assert accepted(world.run(again, world.event("acme")))
-    assert time.monotonic() - started < 3.0
+    # The one bound left: a batch that waited for the deadline takes at least its 4 s however
+    # idle the machine; this batch (a few reads and writes of moto's server, one quick POST)
+    # takes well under a second idle and under 2 s at load 15.
+    assert time.monotonic() - started < 4.0
     assert slow.count == 1
     assert fast.count == 2
     # (The first batch's task, delayed, may have become visible meanwhile on a slow machine.)
@@ -336,7 +352,6 @@ def test_a_hanging_receiver_neither_delays_another_nor_costs_the_next_batches_a_
 
     # Once the breaker's time has passed, and the POST left behind has ended (its own timeout),
     # the slow receiver gets a first attempt again.
-    dispatcher = world.ingest.first_attempts.dispatcher
     deadline = time.monotonic() + 20
     while dispatcher._in_flight:
         assert time.monotonic() < deadline, "the POST left behind never ended"
