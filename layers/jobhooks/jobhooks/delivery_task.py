@@ -18,7 +18,7 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -77,23 +77,6 @@ class DeliveryTask(BaseModel):
 
 # SQS's limit on a message's DelaySeconds (15 minutes).
 MAX_DELAY_SECONDS: Final = 900
-
-
-@dataclass(frozen=True, slots=True)
-class DelayedTask:
-    """A task the deliver function must not see for `delay_seconds` (the message's SQS
-    DelaySeconds, 0 to 900): a failed first attempt's task waits for the schedule's attempt 2."""
-
-    task: DeliveryTask
-    delay_seconds: int
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.delay_seconds <= MAX_DELAY_SECONDS:
-            raise ValueError(f"DelaySeconds is 0 to {MAX_DELAY_SECONDS}, not {self.delay_seconds}")
-
-
-QueuedTask = DeliveryTask | DelayedTask
-"""What ingest puts on the delivery queue: a task, visible at once or after a delay."""
 
 
 DELIVERY_ID_PREFIX: Final = "dlv_"
@@ -200,3 +183,13 @@ def delivery_task_for(
         event_type=event_type,
         payload=payload,
     )
+
+
+def __getattr__(name: str) -> Any:
+    # `DelayedTask` and `QueuedTask` on first use: only ingest enqueues (`jobhooks.queued_task`),
+    # and the deliver function, which imports this module for the task it reads, builds neither.
+    if name in ("DelayedTask", "QueuedTask"):
+        from jobhooks import queued_task
+
+        return getattr(queued_task, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
