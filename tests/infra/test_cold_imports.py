@@ -185,9 +185,12 @@ INGEST_LEAVES = (
     "jobhooks.delivery.batch",
     "jobhooks.delivery.stored_page",
     "jobhooks.storage.claimed_event",
+    "jobhooks.named_delivery",
 )
-# The deliver function reads tasks and enqueues none: a delayed task is ingest's.
-DELIVER_LEAVES = ("jobhooks.queued_task",)
+# The deliver function reads tasks and enqueues none: a delayed task is ingest's. Neither event
+# function reads a delivery id back (the management API's history does, `parse_delivery_id`):
+# deliver finds a first attempt by its event and subscription.
+DELIVER_LEAVES = ("jobhooks.queued_task", "jobhooks.named_delivery")
 
 
 @pytest.mark.parametrize("function", ["ingest", "deliver"])
@@ -201,7 +204,7 @@ def test_ingest_leaves_parking_and_the_deliver_functions_records_to_deliver() ->
     assert loaded(modules_after_import("ingest"), INGEST_LEAVES) == []
 
 
-def test_deliver_leaves_the_queued_task_to_ingest() -> None:
+def test_deliver_leaves_the_queued_task_to_ingest_and_reads_no_delivery_id() -> None:
     assert loaded(modules_after_import("deliver"), DELIVER_LEAVES) == []
 
 
@@ -209,6 +212,7 @@ def test_deliver_leaves_the_queued_task_to_ingest() -> None:
 MOVED = (
     ("jobhooks.delivery_task", "DelayedTask", "jobhooks.queued_task"),
     ("jobhooks.delivery_task", "QueuedTask", "jobhooks.queued_task"),
+    ("jobhooks.delivery_task", "NamedDelivery", "jobhooks.named_delivery"),
     ("jobhooks.delivery.first_attempts", "StoredPage", "jobhooks.delivery.stored_page"),
     ("jobhooks.storage.claim_reader", "ClaimedEvent", "jobhooks.storage.claimed_event"),
 )
