@@ -11,6 +11,7 @@ event classes in the HTTP functions, the inbound event's models in the deliver f
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -176,8 +177,20 @@ EVENT_FUNCTION_LEAVES = (
     "jobhooks.subscriptions.results",
 )
 # Ingest's first attempts settle through the delivery package, but park nothing (a delivery's
-# first attempt is hardly ever its last) and read no record of the delivery queue.
-INGEST_LEAVES = ("jobhooks.delivery.parking", "jobhooks.delivery.batch")
+# first attempt is hardly ever its last) and read no record of the delivery queue. It writes
+# first-attempt pages and claims but reads neither back: a page as read (`StoredPage`) and a
+# claim as read (`ClaimedEvent`) are the deliver function's and the management API's.
+INGEST_LEAVES = (
+    "jobhooks.delivery.parking",
+    "jobhooks.delivery.batch",
+    "jobhooks.delivery.stored_page",
+    "jobhooks.storage.claimed_event",
+    "jobhooks.named_delivery",
+)
+# The deliver function reads tasks and enqueues none: a delayed task is ingest's. Neither event
+# function reads a delivery id back (the management API's history does, `parse_delivery_id`):
+# deliver finds a first attempt by its event and subscription.
+DELIVER_LEAVES = ("jobhooks.queued_task", "jobhooks.named_delivery")
 
 
 @pytest.mark.parametrize("function", ["ingest", "deliver"])
@@ -189,3 +202,23 @@ def test_the_event_functions_leave_notifications_and_spills_to_the_executions_th
 
 def test_ingest_leaves_parking_and_the_deliver_functions_records_to_deliver() -> None:
     assert loaded(modules_after_import("ingest"), INGEST_LEAVES) == []
+
+
+def test_deliver_leaves_the_queued_task_to_ingest_and_reads_no_delivery_id() -> None:
+    assert loaded(modules_after_import("deliver"), DELIVER_LEAVES) == []
+
+
+# The old import paths of the classes that moved still work, on first use.
+MOVED = (
+    ("jobhooks.delivery_task", "DelayedTask", "jobhooks.queued_task"),
+    ("jobhooks.delivery_task", "QueuedTask", "jobhooks.queued_task"),
+    ("jobhooks.delivery_task", "NamedDelivery", "jobhooks.named_delivery"),
+    ("jobhooks.delivery.first_attempts", "StoredPage", "jobhooks.delivery.stored_page"),
+    ("jobhooks.storage.claim_reader", "ClaimedEvent", "jobhooks.storage.claimed_event"),
+)
+
+
+@pytest.mark.parametrize(("old", "name", "new"), MOVED)
+def test_a_moved_class_is_still_exported_by_its_old_module(old: str, name: str, new: str) -> None:
+    old_module, new_module = importlib.import_module(old), importlib.import_module(new)
+    assert getattr(old_module, name) is getattr(new_module, name)

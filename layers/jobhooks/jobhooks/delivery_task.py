@@ -17,13 +17,15 @@ import hashlib
 import json
 import re
 import uuid
-from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jobhooks.delivery.limits import DELIVERY_ID_PATTERN as DELIVERY_ID_PATTERN
 from jobhooks.webhook_signature import webhook_id_for
+
+if TYPE_CHECKING:
+    from jobhooks.named_delivery import NamedDelivery
 
 FORMAT: Final = "jobhooks.delivery/1"
 
@@ -79,23 +81,6 @@ class DeliveryTask(BaseModel):
 MAX_DELAY_SECONDS: Final = 900
 
 
-@dataclass(frozen=True, slots=True)
-class DelayedTask:
-    """A task the deliver function must not see for `delay_seconds` (the message's SQS
-    DelaySeconds, 0 to 900): a failed first attempt's task waits for the schedule's attempt 2."""
-
-    task: DeliveryTask
-    delay_seconds: int
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.delay_seconds <= MAX_DELAY_SECONDS:
-            raise ValueError(f"DelaySeconds is 0 to {MAX_DELAY_SECONDS}, not {self.delay_seconds}")
-
-
-QueuedTask = DeliveryTask | DelayedTask
-"""What ingest puts on the delivery queue: a task, visible at once or after a delay."""
-
-
 DELIVERY_ID_PREFIX: Final = "dlv_"
 # The subscription is named by a tag: 6 bytes of its id's SHA-256 in base64url. The event's claim
 # lists its subscriptions, and the tag tells which (48 bits: no two of an event's subscriptions
@@ -108,17 +93,6 @@ _FETCHER_CE_ID: Final = re.compile(r"fetcher\.job\.(completed|failed)\.([0-9a-f-
 _STATUS_MARKS: Final = {"completed": "c", "failed": "f"}
 _MARKED_STATUSES: Final = {mark: status for status, mark in _STATUS_MARKS.items()}
 _WHOLE_EVENT_ID_MARK: Final = "e"
-
-
-@dataclass(frozen=True, slots=True)
-class NamedDelivery:
-    """What a delivery id says: its event, and a tag of its subscription."""
-
-    event_id: str
-    subscription_tag: str
-
-    def is_for(self, subscription_id: str) -> bool:
-        return subscription_tag(subscription_id) == self.subscription_tag
 
 
 def delivery_id_for(event_id: str, subscription_id: str) -> str:
@@ -135,7 +109,7 @@ def subscription_tag(subscription_id: str) -> str:
     return _base64url(hashlib.sha256(subscription_id.encode("utf-8")).digest()[:_TAG_BYTES])
 
 
-def parse_delivery_id(delivery_id: str) -> NamedDelivery | None:
+def parse_delivery_id(delivery_id: str) -> "NamedDelivery | None":
     """The event and subscription tag of a delivery id; None for a hashed (older) or foreign
     id. Which subscription the tag names, the event's claim says (its subscription ids)."""
     if not delivery_id.startswith(DELIVERY_ID_PREFIX):
@@ -146,6 +120,10 @@ def parse_delivery_id(delivery_id: str) -> NamedDelivery | None:
     event_id = _event_id_of(event_part)
     if event_id is None or _event_part(event_id) != event_part:
         return None  # not the canonical form (padding, stray characters): not ours
+    # Imported by the first id read back: only a delivery's history reads ids
+    # (`jobhooks.delivery.history`); ingest makes them and reads none.
+    from jobhooks.named_delivery import NamedDelivery
+
     return NamedDelivery(event_id, tag)
 
 
@@ -200,3 +178,18 @@ def delivery_task_for(
         event_type=event_type,
         payload=payload,
     )
+
+
+def __getattr__(name: str) -> Any:
+    # `DelayedTask` and `QueuedTask` on first use: only ingest enqueues (`jobhooks.queued_task`),
+    # and the deliver function, which imports this module for the task it reads, builds neither.
+    if name in ("DelayedTask", "QueuedTask"):
+        from jobhooks import queued_task
+
+        return getattr(queued_task, name)
+    # `NamedDelivery` likewise: what an id read back says (`parse_delivery_id`), ingest reads none.
+    if name == "NamedDelivery":
+        from jobhooks.named_delivery import NamedDelivery
+
+        return NamedDelivery
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,9 +26,10 @@ Every attempt, first or later, is made and settled here. Read in the order a del
     http_client     the only code that opens outbound connections; it asks the policy first on
                     every attempt. `make_webhook_client` builds it for deliveries and test sends
     keepalive       the idle connections a warm client may reuse, and their bounds
-    attempt_log, first_attempts, history, queues
-                    the DynamoDB adapters of the attempt log and of the first-attempt pages, the
-                    reads that join them, and the SQS adapters of the delivery queue and DLQ
+    attempt_log, first_attempts, stored_page, history, queues
+                    the DynamoDB adapters of the attempt log and of the first-attempt pages (a
+                    page as read back apart: ingest only writes them), the reads that join them,
+                    and the SQS adapters of the delivery queue and DLQ
     metrics, settings, exceptions, wiring, limits
                     EMF metrics, the function's settings, the errors, settings -> Deliverer, and
                     the delivery id's shape (a plain constant the management API checks)

@@ -44,7 +44,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
@@ -374,16 +373,28 @@ def send_webhook_now(
 # -- internals -----------------------------------------------------------------------------------
 
 
-@dataclass
 class _QueuedAttempt:
     """An attempt of a delivery-queue message (`settle.AttemptSource`): a success is its
-    record's, the next try the same message hidden for the delay."""
+    record's, the next try the same message hidden for the delay.
 
-    log: DeliveryLog
-    queue: QueueMessages
-    message: DeliveryMessage
-    existing: DeliveryRecord | None
-    hides: _Hides | None = None
+    A plain class: nothing compares or prints one, so a dataclass's generated methods would be
+    compiled at import for nothing."""
+
+    __slots__ = ("existing", "hides", "log", "message", "queue")
+
+    def __init__(
+        self,
+        log: DeliveryLog,
+        queue: QueueMessages,
+        message: DeliveryMessage,
+        existing: DeliveryRecord | None,
+        hides: _Hides | None = None,
+    ) -> None:
+        self.log = log
+        self.queue = queue
+        self.message = message
+        self.existing = existing
+        self.hides = hides
 
     @property
     def logged_attempts(self) -> int:

@@ -71,7 +71,8 @@ from jobhooks.delivery.model import (
 )
 from jobhooks.delivery.ports import SubscriptionDirectory, WebhookPoster
 from jobhooks.delivery.settle import Settlement, task_fields
-from jobhooks.delivery_task import MAX_DELAY_SECONDS, DelayedTask, DeliveryTask, QueuedTask
+from jobhooks.delivery_task import MAX_DELAY_SECONDS, DeliveryTask
+from jobhooks.queued_task import DelayedTask, QueuedTask
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
 

@@ -29,11 +29,9 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from jobhooks.delivery.exceptions import DeliveryLogBusyError
-from jobhooks.delivery.model import DeliveryAttempt, DeliveryRecord, DeliveryStatus
-from jobhooks.delivery_task import delivery_id_for
 from jobhooks.storage.times import (
     epoch_millis,
     epoch_seconds,
@@ -41,7 +39,9 @@ from jobhooks.storage.times import (
     to_stored_precision,
     utc_now,
 )
-from jobhooks.webhook_signature import webhook_id_for
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.stored_page import StoredPage
 
 DEFAULT_RETENTION_DAYS: Final = 30
 # BatchWriteItem takes at most 25 puts; what it leaves unprocessed (throttling) is sent again
@@ -97,39 +97,6 @@ class FirstAttemptPage:
 
     def find(self, event_id: str) -> FirstAttempt | None:
         return next((s for s in self.successes if s.event_id == event_id), None)
-
-
-@dataclass(frozen=True, slots=True)
-class StoredPage:
-    """A page as read back, with the time DynamoDB's TTL will delete it."""
-
-    page: FirstAttemptPage
-    expires_at: datetime
-
-    def records(self) -> tuple[DeliveryRecord, ...]:
-        """Each success as the delivery record the attempt log would have held."""
-        return tuple(self.record(success) for success in self.page.successes)
-
-    def record(self, success: FirstAttempt) -> DeliveryRecord:
-        page = self.page
-        attempt = DeliveryAttempt(
-            n=1, at=success.at, status_code=success.status_code, latency_ms=success.latency_ms
-        )
-        return DeliveryRecord(
-            delivery_id=delivery_id_for(success.event_id, page.subscription_id),
-            event_id=success.event_id,
-            webhook_id=webhook_id_for(success.event_id),
-            subscription_id=page.subscription_id,
-            tenant_id=page.tenant_id,
-            event_type=success.event_type,
-            status=DeliveryStatus.SUCCEEDED,
-            attempts=(attempt,),
-            attempt_count=1,
-            created_at=page.created_at,
-            updated_at=success.at,
-            succeeded_at=success.at,
-            expires_at=self.expires_at,
-        )
 
 
 class FirstAttemptLog:
@@ -260,6 +227,9 @@ def _decode(blob: bytes) -> tuple[FirstAttempt, ...]:
 
 
 def _from_item(item: dict[str, Any]) -> StoredPage:
+    # Imported by the first read: ingest, which imports this module to write pages, reads none.
+    from jobhooks.delivery.stored_page import StoredPage
+
     page = FirstAttemptPage(
         subscription_id=item["subscription_id"]["S"],
         tenant_id=item["tenant_id"]["S"],
@@ -267,3 +237,13 @@ def _from_item(item: dict[str, Any]) -> StoredPage:
         successes=_decode(item["successes"]["B"]),
     )
     return StoredPage(page, from_epoch_seconds(int(item["expires_at"]["N"])))
+
+
+def __getattr__(name: str) -> Any:
+    # `StoredPage` on first use: a page read back (the deliver function's and the management
+    # API's reads, `jobhooks.delivery.history`); ingest writes pages and reads none.
+    if name == "StoredPage":
+        from jobhooks.delivery.stored_page import StoredPage
+
+        return StoredPage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

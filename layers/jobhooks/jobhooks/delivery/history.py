@@ -45,15 +45,16 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from jobhooks.delivery.attempt_log import BY_SUBSCRIPTION_INDEX, MAX_BATCH_GET_KEYS, AttemptLog
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
-from jobhooks.delivery.first_attempts import FirstAttemptLog, StoredPage, batch_time
+from jobhooks.delivery.first_attempts import FirstAttemptLog, batch_time
 from jobhooks.delivery.model import DeliveryRecord
+from jobhooks.delivery.stored_page import StoredPage
 from jobhooks.delivery_task import (
     DELIVERY_ID_PATTERN,
     delivery_id_for,
     legacy_delivery_id_for,
     parse_delivery_id,
 )
-from jobhooks.storage.claim_reader import ClaimedEvent
+from jobhooks.storage.claimed_event import ClaimedEvent
 from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped, stored_time
 from jobhooks.storage.exceptions import InvalidCursorError
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page

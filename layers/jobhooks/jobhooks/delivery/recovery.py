@@ -33,7 +33,8 @@ from typing import Final, Protocol
 from jobhooks.delivery.attempt_log import AttemptLog
 from jobhooks.delivery.exceptions import RecoveryIncompleteError
 from jobhooks.delivery.model import DeliveryStatus
-from jobhooks.delivery_task import DELIVERY_ID_PATTERN, DeliveryTask, QueuedTask, delivery_task_for
+from jobhooks.delivery_task import DELIVERY_ID_PATTERN, DeliveryTask, delivery_task_for
+from jobhooks.queued_task import QueuedTask
 from jobhooks.storage.claim_reader import ClaimReader
 from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped, stored_time
 from jobhooks.storage.exceptions import InvalidCursorError

@@ -31,6 +31,8 @@ DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600
 
 @dataclass(frozen=True, slots=True)
 class VerificationPolicy:
+    """How a message is verified: its HMAC keys, its freshness window and allowed sources."""
+
     keys: Sequence[HmacKey]
     max_age_seconds: float = DEFAULT_RETENTION_SECONDS
     max_future_seconds: float = DEFAULT_FUTURE_SKEW_SECONDS

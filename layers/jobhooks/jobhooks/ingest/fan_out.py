@@ -17,8 +17,9 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from jobhooks.delivery_task import DelayedTask, DeliveryTask, QueuedTask, delivery_task_for
+from jobhooks.delivery_task import DeliveryTask, delivery_task_for
 from jobhooks.ingest.exceptions import AwsServiceError, DeliveryEnqueueError
+from jobhooks.queued_task import DelayedTask, QueuedTask
 from jobhooks.subscriptions.model import Subscription
 
 

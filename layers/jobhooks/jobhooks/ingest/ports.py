@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.delivery.first_attempt import EventDeliveries, FirstAttemptReport, PageSpill
-from jobhooks.delivery_task import QueuedTask
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.outcome import Outcome
 from jobhooks.inbound.rejection import RejectedMessageError
@@ -27,6 +26,7 @@ from jobhooks.ingest.model import (
     EventRecord,
     FanOutPlan,
 )
+from jobhooks.queued_task import QueuedTask
 from jobhooks.subscriptions.model import Subscription
 
 if TYPE_CHECKING:

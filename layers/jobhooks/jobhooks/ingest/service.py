@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Final
 from jobhooks.delivery.first_attempt import EventDeliveries
 from jobhooks.delivery.first_attempts import FirstAttemptPage, new_batch_id
 from jobhooks.delivery.model import DeliveryOutcome
-from jobhooks.delivery_task import DeliveryTask, QueuedTask
+from jobhooks.delivery_task import DeliveryTask
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.job_events import VerificationPolicy
 from jobhooks.inbound.outcome import Outcome
@@ -80,6 +80,7 @@ from jobhooks.ingest.reading import read_message
 from jobhooks.ingest.refan_out import refan_out
 from jobhooks.ingest.telemetry import IngestTelemetry
 from jobhooks.ingest.writes_after_webhooks import record_outcomes, spill_pages
+from jobhooks.queued_task import QueuedTask
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
 

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from jobhooks.delivery_task import DeliveryTask, QueuedTask, delivery_task_for
+from jobhooks.delivery_task import DeliveryTask, delivery_task_for
 from jobhooks.notifications.exceptions import NotificationNotSentError
 from jobhooks.notifications.model import Notification, parse_notification_type
+from jobhooks.queued_task import QueuedTask
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
 

@@ -11,9 +11,10 @@ behind one base); and the one reader two packages share.
     reads       every item (or every page) of a Query or Scan, following `LastEvaluatedKey`
     times       the one clock and the stored-time codec (RFC 3339 UTC, milliseconds, `Z`)
     exceptions  the cursor and page-size errors every listing raises
-    claim_reader
+    claim_reader, claimed_event
                 an event's claim as its deliveries need it (its batch, its fan-out): ingest
-                writes claims, delivery reads them here without importing ingest
+                writes claims, delivery reads them here without importing ingest; what a read
+                returns (`ClaimedEvent`) apart, since ingest uses the key helpers only
 
 Importing the kit imports neither boto3 nor botocore: a function pays for them when it makes
 its first AWS call.

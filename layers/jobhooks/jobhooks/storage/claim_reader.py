@@ -11,12 +11,14 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from jobhooks.storage.exceptions import ClaimsBusyError
 from jobhooks.storage.times import from_epoch_seconds, utc_now
+
+if TYPE_CHECKING:
+    from jobhooks.storage.claimed_event import ClaimedEvent
 
 # A completion record's key; no verified ce-id has this form (`fetcher.job.<status>.<job id>`).
 BATCH_KEY_PREFIX: Final = "batch#"
@@ -34,19 +36,6 @@ def batch_key(batch_id: str) -> str:
 
 def is_batch_key(event_id: str) -> bool:
     return event_id.startswith(BATCH_KEY_PREFIX)
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimedEvent:
-    """What an event's claim says about its deliveries."""
-
-    event_id: str
-    tenant_id: str
-    batch_id: str | None
-    """The ingest batch that claimed the event; None for claims made before claims named one."""
-    subscription_ids: tuple[str, ...] | None
-    """The subscriptions the event was fanned out to, sorted; None when the claim does not say
-    (in progress, or completed before claims recorded them)."""
 
 
 class ClaimReader:
@@ -83,6 +72,10 @@ class ClaimReader:
         expires = item.get("expires_at", {}).get("N")
         if expires is None or from_epoch_seconds(int(expires)) <= self._clock():
             return None
+        # Imported by the first claim read: ingest imports this module for its key helpers
+        # only (`batch_key`, `payload_of`, ...) and reads no claim through it.
+        from jobhooks.storage.claimed_event import ClaimedEvent
+
         return ClaimedEvent(
             event_id=item["event_id"]["S"],
             tenant_id=item.get("tenant_id", {}).get("S", ""),
@@ -144,3 +137,13 @@ def subscription_ids_of(item: dict[str, Any]) -> tuple[str, ...] | None:
     if matched == "0" and ("batch_id" in item or item.get("state", {}).get("S") == DONE_STATE):
         return ()  # a claim records its fan-out when it is made; an old one when done
     return None
+
+
+def __getattr__(name: str) -> Any:
+    # `ClaimedEvent` on first use: what a claim read returns (`ClaimReader.get`); ingest uses
+    # this module's key helpers only.
+    if name == "ClaimedEvent":
+        from jobhooks.storage.claimed_event import ClaimedEvent
+
+        return ClaimedEvent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
