@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jobhooks.delivery.limits import DELIVERY_ID_PATTERN as DELIVERY_ID_PATTERN
+from jobhooks.moved_names import moved_name
 from jobhooks.webhook_signature import webhook_id_for
 
 if TYPE_CHECKING:
@@ -180,16 +181,15 @@ def delivery_task_for(
     )
 
 
+# `DelayedTask` and `QueuedTask` on first use: only ingest enqueues (`jobhooks.queued_task`),
+# and the deliver function, which imports this module for the task it reads, builds neither.
+# `NamedDelivery` likewise: what an id read back says (`parse_delivery_id`), ingest reads none.
+_MOVED: Final = {
+    "DelayedTask": "jobhooks.queued_task",
+    "QueuedTask": "jobhooks.queued_task",
+    "NamedDelivery": "jobhooks.named_delivery",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # `DelayedTask` and `QueuedTask` on first use: only ingest enqueues (`jobhooks.queued_task`),
-    # and the deliver function, which imports this module for the task it reads, builds neither.
-    if name in ("DelayedTask", "QueuedTask"):
-        from jobhooks import queued_task
-
-        return getattr(queued_task, name)
-    # `NamedDelivery` likewise: what an id read back says (`parse_delivery_id`), ingest reads none.
-    if name == "NamedDelivery":
-        from jobhooks.named_delivery import NamedDelivery
-
-        return NamedDelivery
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_name(__name__, name, _MOVED)

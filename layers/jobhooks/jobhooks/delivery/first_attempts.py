@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from jobhooks.delivery.exceptions import DeliveryLogBusyError
+from jobhooks.moved_names import moved_name
 from jobhooks.storage.times import (
     epoch_millis,
     epoch_seconds,
@@ -239,11 +240,10 @@ def _from_item(item: dict[str, Any]) -> StoredPage:
     return StoredPage(page, from_epoch_seconds(int(item["expires_at"]["N"])))
 
 
-def __getattr__(name: str) -> Any:
-    # `StoredPage` on first use: a page read back (the deliver function's and the management
-    # API's reads, `jobhooks.delivery.history`); ingest writes pages and reads none.
-    if name == "StoredPage":
-        from jobhooks.delivery.stored_page import StoredPage
+# `StoredPage` on first use: a page read back (the deliver function's and the management API's
+# reads, `jobhooks.delivery.history`); ingest writes pages and reads none.
+_MOVED: Final = {"StoredPage": "jobhooks.delivery.stored_page"}
 
-        return StoredPage
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    return moved_name(__name__, name, _MOVED)

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobhooks.moved_names import moved_name
+
 if TYPE_CHECKING:
     from jobhooks.delivery.batch import DeliveryMessage as DeliveryMessage
     from jobhooks.delivery.batch import SentWebhook as SentWebhook
@@ -240,9 +242,4 @@ _MOVED: Final = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+    return moved_name(__name__, name, _MOVED)

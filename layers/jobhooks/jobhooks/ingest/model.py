@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from jobhooks.inbound.rejection import Reason
 from jobhooks.ingest.limits import QUARANTINE_ID_PATTERN as QUARANTINE_ID_PATTERN
+from jobhooks.moved_names import moved_name
 from jobhooks.storage.times import format_time
 
 if TYPE_CHECKING:
@@ -36,12 +37,7 @@ _MOVED: Final = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+    return moved_name(__name__, name, _MOVED)
 
 
 # -- claims (ClaimsTable) ------------------------------------------------------------------------

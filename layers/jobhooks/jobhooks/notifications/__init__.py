@@ -16,8 +16,9 @@ is the SNS adapter, `wiring` builds a notifier from `JOBHOOKS_*` (docs/notificat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
+from jobhooks.moved_names import moved_name
 from jobhooks.notifications.exceptions import NotificationError, NotificationNotSentError
 
 if TYPE_CHECKING:
@@ -26,11 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["Notification", "NotificationError", "NotificationNotSentError"]
 
 
-def __getattr__(name: str) -> Any:
-    # `Notification` on first use: every function's settings import this package
-    # (`notifications.settings`), and only a notification being sent needs the model.
-    if name == "Notification":
-        from jobhooks.notifications.model import Notification
+# `Notification` on first use: every function's settings import this package
+# (`notifications.settings`), and only a notification being sent needs the model.
+_MOVED: Final = {"Notification": "jobhooks.notifications.model"}
 
-        return Notification
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    return moved_name(__name__, name, _MOVED)

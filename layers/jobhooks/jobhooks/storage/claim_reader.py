@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from jobhooks.moved_names import moved_name
 from jobhooks.storage.exceptions import ClaimsBusyError
 from jobhooks.storage.times import from_epoch_seconds, utc_now
 
@@ -139,11 +140,10 @@ def subscription_ids_of(item: dict[str, Any]) -> tuple[str, ...] | None:
     return None
 
 
-def __getattr__(name: str) -> Any:
-    # `ClaimedEvent` on first use: what a claim read returns (`ClaimReader.get`); ingest uses
-    # this module's key helpers only.
-    if name == "ClaimedEvent":
-        from jobhooks.storage.claimed_event import ClaimedEvent
+# `ClaimedEvent` on first use: what a claim read returns (`ClaimReader.get`); ingest uses this
+# module's key helpers only.
+_MOVED: Final = {"ClaimedEvent": "jobhooks.storage.claimed_event"}
 
-        return ClaimedEvent
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    return moved_name(__name__, name, _MOVED)

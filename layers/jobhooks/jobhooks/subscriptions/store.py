@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 
 from jobhooks.endpoint_health.owed import OwedNotification
 from jobhooks.endpoint_health.store import health_attributes, health_from_item
+from jobhooks.moved_names import moved_name
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
@@ -75,12 +76,7 @@ _MOVED: Final = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+    return moved_name(__name__, name, _MOVED)
 
 
 class _RevisionConflictError(Exception):
