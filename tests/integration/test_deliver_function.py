@@ -27,7 +27,7 @@ from jobhooks.delivery.model import (
 )
 from jobhooks.settings import ConfigurationError
 from jobhooks.subscriptions import SubscriptionStatus
-from jobhooks_tools.local.event_source import SqsEventSource
+from jobhooks_tools.local.event_source import BatchStats, SqsEventSource
 from jobhooks_tools.local.template import LocalResources
 
 from tests.integration.deliver_harness import DeliveryBench, Reply, delivery_bench
@@ -73,6 +73,23 @@ def total(value: float | list[float]) -> float:
     return sum(value) if isinstance(value, list) else value
 
 
+def run_deliver_function_once(bench: DeliveryBench, app: Any) -> BatchStats:
+    """One receive of the delivery queue handed to the deliver function, as Lambda's event
+    source hands it; the function's HTTP client is closed afterwards."""
+    try:
+        return SqsEventSource(
+            bench.queue_url,
+            app.handler,
+            sqs_client=bench.raw_sqs,
+            wait_time_seconds=0,
+            function_timeout_seconds=60,
+            function_name="jobhooks-DeliverFunction",
+            strict_responses=True,
+        ).run_once(wait_time_seconds=0)
+    finally:
+        app.deliverer.close()
+
+
 def test_the_handler_delivers_a_batch_and_emits_delivery_metrics(
     bench: DeliveryBench, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -85,19 +102,7 @@ def test_the_handler_delivers_a_batch_and_emits_delivery_metrics(
     # Powertools keeps metrics in one store per process and, while POWERTOOLS_METRICS_DISABLED
     # is set (other tests set it), never clears it: start from an empty one.
     app.metrics.clear_metrics()
-    try:
-        source = SqsEventSource(
-            bench.queue_url,
-            app.handler,
-            sqs_client=bench.raw_sqs,
-            wait_time_seconds=0,
-            function_timeout_seconds=60,
-            function_name="jobhooks-DeliverFunction",
-            strict_responses=True,
-        )
-        stats = source.run_once(wait_time_seconds=0)
-    finally:
-        app.deliverer.close()
+    stats = run_deliver_function_once(bench, app)
 
     assert (stats.received, stats.succeeded, stats.failed, stats.failed_batches) == (2, 1, 1, 0)
     assert ok.count == 1 and failing.count == 1
@@ -131,19 +136,7 @@ def test_the_handler_disables_the_subscription_of_an_endpoint_that_answers_410(
     task = bench.task(issued)
     bench.enqueue(task)
     app = import_app()
-    try:
-        source = SqsEventSource(
-            bench.queue_url,
-            app.handler,
-            sqs_client=bench.raw_sqs,
-            wait_time_seconds=0,
-            function_timeout_seconds=60,
-            function_name="jobhooks-DeliverFunction",
-            strict_responses=True,
-        )
-        stats = source.run_once(wait_time_seconds=0)
-    finally:
-        app.deliverer.close()
+    stats = run_deliver_function_once(bench, app)
 
     assert (stats.received, stats.succeeded, stats.failed) == (1, 1, 0)
     assert gone.count == 1 and bench.queue_depth() == 0
