@@ -354,16 +354,17 @@ class WarmAuthorizer:
     @property
     def module(self) -> ModuleType:
         """The function's module, imported now if no request has needed it yet."""
+        return self._function()[0]
+
+    def __call__(self, event: dict[str, Any], context: Any) -> Any:
+        return _handler_of(self._function())(event, context)
+
+    def _function(self) -> tuple[ModuleType, str]:
         if self._found is None:
             self._found = _function(
                 self._logical_id, self._template_path, module_name=f"authorizer_{self.name}"
             )
-        return self._found[0]
-
-    def __call__(self, event: dict[str, Any], context: Any) -> Any:
-        self.module  # noqa: B018 - imports the function on its first request
-        assert self._found is not None
-        return _handler_of(self._found)(event, context)
+        return self._found
 
 
 def load_gateway(
