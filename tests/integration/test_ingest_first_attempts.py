@@ -151,9 +151,6 @@ class World:
             strict_responses=True,
             wait_time_seconds=0,
             function_timeout_seconds=10,
-            # A module loaded from its file is not in sys.modules, where the IAM guard finds a
-            # handler's function: its receives and deletes are SpillFunction's all the same.
-            principal="SpillFunction",
         ).run_until_idle(20, include_in_flight=True)
 
     def delivery_items(self) -> int:
