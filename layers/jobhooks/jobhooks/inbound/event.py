@@ -82,6 +82,7 @@ _UNREADABLE_BOOLEAN = "Input should be a valid boolean, unable to interpret inpu
 _TRUE_WORDS = frozenset(("1", "on", "t", "true", "y", "yes"))
 _FALSE_WORDS = frozenset(("0", "off", "f", "false", "n", "no"))
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_ABSENT = object()
 
 
 @dataclass(slots=True, kw_only=True)
@@ -209,20 +210,20 @@ def _job_result(value: Any, where: str, model: tuple[str, Any]) -> dict[str, Any
     checked: dict[str, Any] = {}
     for field_name, keys, kind in fields:
         for key in keys:
-            if key in value:
-                item = value[key]
-                if item is not None:
-                    if type(item) is kind and kind is not bool:  # nearly every value
-                        checked[field_name] = item
-                    elif kind is bool:
-                        checked[field_name] = _lenient_bool(item, f"{where}.{key}")
-                    elif type(kind) is tuple:
-                        checked[field_name] = _job_result(item, f"{where}.{key}", kind)
-                    else:
-                        raise _invalid(
-                            f"{where}.{key}", _NOT_A_STRING if kind is str else _NOT_AN_INTEGER
-                        )
-                break
+            item = value.get(key, _ABSENT)
+            if item is _ABSENT:
+                continue
+            if item is None:
+                pass  # left out, as model_dump(exclude_none=True) left it out
+            elif type(item) is kind:  # nearly every value: a str, an exact int, a bool
+                checked[field_name] = item
+            elif type(kind) is tuple:
+                checked[field_name] = _job_result(item, f"{where}.{key}", kind)
+            elif kind is bool:
+                checked[field_name] = _lenient_bool(item, f"{where}.{key}")
+            else:
+                raise _invalid(f"{where}.{key}", _NOT_A_STRING if kind is str else _NOT_AN_INTEGER)
+            break
     return checked
 
 
