@@ -273,3 +273,63 @@ def test_json_nested_past_the_parsers_limit_is_a_malformed_envelope() -> None:
 def test_a_value_the_contract_cannot_carry_names_its_header() -> None:
     with pytest.raises(TypeError, match="header 'odd': the contract cannot carry"):
         ForwardedMessage("x", "job.completed", b"", {"ok": 1, "odd": object()}).to_json()  # type: ignore[dict-item]
+
+
+def _json_loads_verdict(text: str | bytes) -> tuple[str, object]:
+    """What the envelope made of an SQS body when it was read by `json.loads` alone."""
+    try:
+        document = json.loads(text)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        return "rejected", f"the SQS body is not JSON ({exc.__class__.__name__})"
+    return "read", document
+
+
+_VALID = MESSAGE.to_json()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _VALID,
+        _VALID + " ",
+        _VALID + "\n",
+        " " + _VALID,
+        "\ufeff" + _VALID,
+        _VALID + "x",
+        _VALID + _VALID,
+        _VALID[:-1],
+        _VALID[:40],
+        _VALID.replace('"exchange":', '"exchange":-'),
+        _VALID.replace('"exchange":', '"exchange":[{"a":'),
+        _VALID.replace('"vhost":"/"', '"vhost":NaN'),
+        _VALID.replace('"vhost":"/"', '"vhost":"\\ud800"'),
+        _VALID.replace('"vhost":"/"', '"vhost":"\x01"'),
+        _VALID.replace('"vhost":"/"', '"vhost":' + "[" * 5000 + "]" * 5000),
+        _VALID.replace('"vhost":"/"', '"vhost":' + "9" * 5000),
+        "{",
+        "{}",
+        "{} ",
+        _VALID.encode(),
+        _VALID.encode("utf-16"),
+    ],
+)
+def test_the_sqs_body_gets_json_loads_verdict_whatever_the_shortcut(text: str | bytes) -> None:
+    # A body that is one object from its first character to its last is scanned directly; any
+    # other gets json.loads' verdict: the same value, or the same error class in the detail.
+    verdict, expected = _json_loads_verdict(text)
+    if verdict == "rejected":
+        with pytest.raises(RejectedMessageError) as rejected:
+            ForwardedMessage.from_json(text)
+        assert (rejected.value.reason, rejected.value.detail) == (
+            Reason.MALFORMED_ENVELOPE,
+            expected,
+        )
+        return
+    try:
+        message = ForwardedMessage.from_json(text)
+    except RejectedMessageError as rejected:  # JSON, but not a valid message: not the parser's
+        assert "not JSON" not in rejected.detail
+        assert not isinstance(expected, dict) or expected.get("vhost") != "/"
+    else:
+        assert isinstance(expected, dict)
+        assert message == ForwardedMessage.from_json(json.dumps(expected))

@@ -18,7 +18,6 @@ from jobhooks.inbound.envelope import (
 from jobhooks.inbound.event import (
     _RFC3339,
     MAX_JOB_ID_CHARS,
-    JobResult,
     JobStatus,
     _from_fields,
     parse_body,
@@ -63,7 +62,7 @@ def test_accepts_a_completed_event_with_wire_header_types() -> None:
         "acme",
         "completed",
     )
-    assert event.result is not None and event.result.size_bytes == 184320
+    assert event.result is not None and event.result["size_bytes"] == 184320
     assert event.source == "//lerian.fetcher/worker" and not event.legacy
 
 
@@ -87,7 +86,7 @@ def test_normalizes_the_documented_snake_case_body() -> None:
     ).encode()
     event = read(signed(body=body))
     assert event.job_id == JOB and event.execution_time_ms == 12
-    assert event.result is not None and event.result.row_count == 2
+    assert event.result == {"size_bytes": 7, "row_count": 2, "protection": {"applied_by": "x"}}
     assert event.completed_at == datetime(2026, 7, 13, 16, 4, 11, 500000, UTC)
 
 
@@ -457,8 +456,39 @@ def test_the_fromisoformat_shortcut_reads_every_time_as_the_general_path_does(te
     assert parse_rfc3339(text) == (_from_fields(match) if match else None)
 
 
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+
+class ResultIntegrity(_Lenient):
+    algorithm: str | None = None
+    signature: str | None = None
+
+
+class ResultProtection(_Lenient):
+    encrypted: bool | None = None
+    mode: str | None = None
+    applied_by: str | None = Field(None, validation_alias=AliasChoices("appliedBy", "applied_by"))
+
+
+class JobResult(_Lenient):
+    path: str | None = None
+    size_bytes: StrictInt | None = Field(
+        None, validation_alias=AliasChoices("sizeBytes", "size_bytes")
+    )
+    row_count: StrictInt | None = Field(
+        None, validation_alias=AliasChoices("rowCount", "row_count")
+    )
+    format: str | None = None
+    hmac: str | None = None
+    integrity: ResultIntegrity | None = None
+    protection: ResultProtection | None = None
+
+
 class ModelBody(BaseModel):
-    """The body's fields as a pydantic model: what parse_body's TypedDict is held to."""
+    """The body's rules as pydantic models, which validated it until parse_body checked them by
+    hand: what parse_body is held to, value for value and first error for first error (the
+    outcome carries the result as `model_dump(exclude_none=True)` made it)."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
     job_id: str = Field(validation_alias=AliasChoices("jobId", "job_id"))
@@ -477,16 +507,32 @@ json_scalars = (
     st.none()
     | st.booleans()
     | st.integers()
-    | st.floats(allow_nan=False)
+    | st.sampled_from([0, 1, -1, 2, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 10**30])
+    | st.floats()
+    | st.sampled_from([0.0, -0.0, 1.0, 2.0, 0.5, 9.2e18, 2.0**63, -(2.0**63), -9.3e18, 1e300])
     | st.sampled_from(["", "x", "true", "1", "2026-07-13T18:04:11Z"])
+    | st.sampled_from(["TRUE", "Yes", "oN", "f", "N", "off", "0", " true", "2", "\u017f", "\u0130"])
 )
 result_keys = st.sampled_from(
-    ["path", "sizeBytes", "size_bytes", "rowCount", "format", "integrity", "protection", "x"]
+    [
+        "path",
+        "sizeBytes",
+        "size_bytes",
+        "rowCount",
+        "row_count",
+        "format",
+        "hmac",
+        "integrity",
+        "protection",
+        "x",
+    ]
 )
 nested = st.dictionaries(
-    st.sampled_from(["algorithm", "encrypted", "mode", "appliedBy", "applied_by", "x"]),
+    st.sampled_from(
+        ["algorithm", "signature", "encrypted", "mode", "appliedBy", "applied_by", "x"]
+    ),
     json_scalars,
-    max_size=3,
+    max_size=4,
 )
 field_values = (
     json_scalars
@@ -495,7 +541,7 @@ field_values = (
 )
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=1000)
 @given(
     fields=st.dictionaries(
         st.sampled_from(
@@ -533,9 +579,142 @@ def test_the_body_is_read_as_a_model_with_the_same_fields_reads_it(
         body = parse_body(document)
         assert body["job_id"] == model.job_id and body["status"] == model.status
         assert body.get("metadata", {}) == model.metadata
-        assert body.get("result") == model.result
+        result = None if model.result is None else model.result.model_dump(exclude_none=True)
+        assert body.get("result") == result
+        # The same types too (True is 1): the payload serializes them.
+        assert repr(body.get("result")) == repr(result)
         assert body.get("execution_time_ms") == model.execution_time_ms
         assert body.get("completed_at") == model.completed_at
+
+
+def _oracle_verdict(document: dict[str, Any]) -> tuple[str, Any]:
+    """What the pydantic models make of a body: its result as the outcome carries it, or the
+    rejection detail of its first error."""
+    try:
+        model = ModelBody.model_validate(document)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return "rejected", f"the body's field {where!r} is invalid: {first['msg']}"
+    return "read", None if model.result is None else model.result.model_dump(exclude_none=True)
+
+
+def _verdict(document: dict[str, Any]) -> tuple[str, Any]:
+    try:
+        body = parse_body(document)
+    except RejectedMessageError as rejected:
+        assert rejected.reason is Reason.MALFORMED_BODY
+        return "rejected", rejected.detail
+    return "read", body.get("result")
+
+
+@settings(max_examples=500)
+@given(flag=json_scalars | st.text(alphabet="ftrueyosnaFTRUEYOSNA01 ", max_size=5))
+def test_a_results_encrypted_flag_is_read_as_a_lax_boolean(flag: Any) -> None:
+    # true/false, 0/1 as an integer or a whole float, and the words yes/no/on/off/t/f/y/n/1/0/
+    # true/false in any case; other whole numbers within 64 bits "cannot be interpreted", the
+    # rest is "not a boolean": each wording as pydantic's lax bool gave it.
+    document = {"jobId": JOB, "status": "completed", "result": {"protection": {"encrypted": flag}}}
+    verdict = _verdict(document)
+    assert verdict == _oracle_verdict(document)
+    assert repr(verdict) == repr(_oracle_verdict(document))  # True, not 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "detail"),
+    [
+        ({"metadata": []}, "'metadata' is invalid: Input should be a valid dictionary"),
+        (
+            {"result": "s3://x"},
+            "'result' is invalid: Input should be a valid dictionary or instance of JobResult",
+        ),
+        (
+            {"result": {"sizeBytes": "5"}},
+            "'result.sizeBytes' is invalid: Input should be a valid integer",
+        ),
+        (
+            {"result": {"row_count": True}},
+            "'result.row_count' is invalid: Input should be a valid integer",
+        ),
+        ({"result": {"path": 5}}, "'result.path' is invalid: Input should be a valid string"),
+        (
+            {"result": {"integrity": []}},
+            "'result.integrity' is invalid: Input should be a "
+            "valid dictionary or instance of ResultIntegrity",
+        ),
+        (
+            {"result": {"protection": {"appliedBy": 1}}},
+            "'result.protection.appliedBy' is invalid: Input should be a valid string",
+        ),
+        (
+            {"result": {"protection": {"encrypted": "maybe"}}},
+            "'result.protection.encrypted' is "
+            "invalid: Input should be a valid boolean, unable to interpret input",
+        ),
+        (
+            {"result": {"protection": {"encrypted": 0.5}}},
+            "'result.protection.encrypted' is invalid: Input should be a valid boolean",
+        ),
+        ({"executionTimeMs": 1.0}, "'executionTimeMs' is invalid: Input should be a valid integer"),
+        (
+            {"execution_time_ms": False},
+            "'execution_time_ms' is invalid: Input should be a valid integer",
+        ),
+        ({"completedAt": 1783965851}, "'completedAt' is invalid: Input should be a valid string"),
+        # The first bad field in the documented order is the one named.
+        (
+            {"completedAt": 1, "metadata": 2},
+            "'metadata' is invalid: Input should be a valid dictionary",
+        ),
+        (
+            {"executionTimeMs": "1", "result": {"hmac": 3}},
+            "'result.hmac' is invalid: Input should be a valid string",
+        ),
+    ],
+)
+def test_a_malformed_body_field_is_named_in_the_rejection(
+    fields: dict[str, Any], detail: str
+) -> None:
+    document = {
+        "jobId": JOB,
+        "status": "failed",
+        **fields,
+    }  # a failed event's result is checked too
+    assert _verdict(document) == ("rejected", f"the body's field {detail}")
+    assert _oracle_verdict(document) == _verdict(document)
+    body = json.dumps(document).encode()
+    with pytest.raises(RejectedMessageError) as rejected:
+        read(signed(status="failed", body=body))
+    assert (rejected.value.reason, rejected.value.detail) == (
+        Reason.MALFORMED_BODY,
+        f"the body's field {detail}",
+    )
+
+
+def test_the_result_keeps_known_fields_in_order_drops_nulls_and_unknown_keys() -> None:
+    # The first key present wins, even when it holds null; the outcome gets snake_case.
+    document = {
+        "jobId": JOB,
+        "status": "completed",
+        "result": {
+            "protection": {"appliedBy": None, "applied_by": "adapter", "encrypted": "yes"},
+            "integrity": {},
+            "x": 1,
+            "size_bytes": 5,
+            "sizeBytes": None,
+            "rowCount": 3,
+            "row_count": "ignored",
+            "path": "p",
+        },
+        "executionTimeMs": None,
+        "execution_time_ms": 5,
+    }
+    body = parse_body(document)
+    assert json.dumps(body.get("result")) == json.dumps(
+        {"path": "p", "row_count": 3, "integrity": {}, "protection": {"encrypted": True}}
+    )
+    assert body.get("execution_time_ms") is None
+    assert _oracle_verdict(document) == ("read", body.get("result"))
 
 
 def test_a_lone_surrogate_escape_reads_as_go_reads_it_and_the_event_still_serializes() -> None:

@@ -17,7 +17,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jobhooks.inbound.keys import HmacKey, derive_external_key, derive_key
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
-from jobhooks.inbound.signed_bytes import bound_job_id, canonical_signed_bytes, legacy_signed_bytes
+from jobhooks.inbound.signed_bytes import (
+    _go_json,
+    bound_job_id,
+    canonical_signed_bytes,
+    job_id_in,
+    legacy_signed_bytes,
+    parse_json_object,
+)
 from jobhooks.inbound.verification import verify_signature
 
 VECTORS: list[dict[str, Any]] = json.loads(
@@ -150,3 +157,40 @@ def test_a_key_is_copied_and_pickled_with_its_prepared_states_rebuilt() -> None:
         assert copied == key and copied.fingerprint == key.fingerprint
         assert copied.sign(b"body") == key.sign(b"body")
     assert "secret" not in repr(key) and bytes(range(32)).hex() not in repr(key)
+
+
+def _decoded_whole(body: bytes) -> object:
+    """What parse_json_object made of a body when the decoder read every body whole."""
+    try:
+        document = _go_json.decode(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return document if isinstance(document, dict) else None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"jobId":"j","status":"failed"}',
+        b' {"jobId":"j"}',
+        b'{"jobId":"j"} ',
+        b'{"jobId":"j"}\n',
+        b'{"jobId":"j"}x',
+        b'{"jobId":"j"}{"jobId":"k"}',
+        b'{"jobId":"j"',
+        b'{"jobId":}',
+        b'{"jobId":"j","n":NaN}',
+        b'{"jobId":"j","n":Infinity}',
+        b'{"jobId":"j","n":' + b"9" * 5000 + b"}",
+        b'{"jobId":"j","n":' + b"[" * 5000 + b"]" * 5000 + b"}",
+        b'{"jobId":"\xff"}',
+        b"{}",
+        b"[]",
+        b'"{"',
+    ],
+)
+def test_a_compact_body_binds_the_job_id_a_whole_decode_binds(body: bytes) -> None:
+    # A body that is one object from its first byte to its last is scanned without the
+    # decoder's whitespace handling; any other body is decoded whole, as every body once was.
+    assert parse_json_object(body) == _decoded_whole(body)
+    assert bound_job_id(body) == job_id_in(_decoded_whole(body))  # type: ignore[arg-type]

@@ -5,22 +5,11 @@ documentation shows snake_case; v1.4.x producers send no CloudEvents headers and
 `job.<status>.<source>`. All three normalize to `JobEvent`.
 """
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal, NotRequired
-
-from pydantic import (
-    AliasChoices,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictInt,
-    TypeAdapter,
-    ValidationError,
-    with_config,
-)
-from typing_extensions import TypedDict  # pydantic needs it, not typing's, before Python 3.12
+from typing import Any, Literal, NotRequired, TypedDict
 
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 
@@ -46,62 +35,54 @@ _PRODUCER_FORM = re.compile(
 )
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
-
-
-class ResultIntegrity(_Lenient):
-    algorithm: str | None = None
-    signature: str | None = None
-
-
-class ResultProtection(_Lenient):
-    encrypted: bool | None = None
-    mode: str | None = None
-    applied_by: str | None = Field(None, validation_alias=AliasChoices("appliedBy", "applied_by"))
-
-
-class JobResult(_Lenient):
-    """Where the producer stored the (encrypted) result and how to verify it; passed through."""
-
-    path: str | None = None
-    size_bytes: StrictInt | None = Field(
-        None, validation_alias=AliasChoices("sizeBytes", "size_bytes")
-    )
-    row_count: StrictInt | None = Field(
-        None, validation_alias=AliasChoices("rowCount", "row_count")
-    )
-    format: str | None = None
-    hmac: str | None = None
-    integrity: ResultIntegrity | None = None
-    protection: ResultProtection | None = None
-
-
-@with_config(ConfigDict(extra="ignore"))
 class JobBody(TypedDict):
-    """The JSON body, camelCase (wire) or snake_case (documentation), as validated.
+    """The JSON body, camelCase (wire) or snake_case (documentation), as `parse_body` read it.
 
-    A TypedDict, not a model: pydantic validates it just the same (`_BODY`), and building a
-    model instance from the result cost as much again as the validation, for every message.
     An optional field the body leaves out is a key left out (`metadata` then means `{}`).
     """
 
-    job_id: Annotated[str, Field(validation_alias=AliasChoices("jobId", "job_id"))]
+    job_id: str
     status: JobStatus
     metadata: NotRequired[dict[str, Any]]
-    result: NotRequired[JobResult | None]
-    execution_time_ms: NotRequired[
-        Annotated[
-            StrictInt | None,
-            Field(validation_alias=AliasChoices("executionTimeMs", "execution_time_ms")),
-        ]
-    ]
-    completed_at: NotRequired[
-        Annotated[str | None, Field(validation_alias=AliasChoices("completedAt", "completed_at"))]
-    ]
+    result: NotRequired[dict[str, Any] | None]
+    """`JobResult`, as the outcome carries it (see `_job_result`)."""
+    execution_time_ms: NotRequired[int | None]
+    completed_at: NotRequired[str | None]
 
 
-_BODY = TypeAdapter(JobBody)
+# The body's `result` ("JobResult"): where the producer stored the (encrypted) result and how to
+# verify it, passed through to the outcome. Each field: its name in the outcome, the keys that
+# carry it in the body (the first one present wins, even when it holds null), and its type.
+_INTEGRITY_FIELDS: tuple[tuple[str, tuple[str, ...], Any], ...] = (
+    ("algorithm", ("algorithm",), str),
+    ("signature", ("signature",), str),
+)
+_PROTECTION_FIELDS: tuple[tuple[str, tuple[str, ...], Any], ...] = (
+    ("encrypted", ("encrypted",), bool),
+    ("mode", ("mode",), str),
+    ("applied_by", ("appliedBy", "applied_by"), str),
+)
+_RESULT_FIELDS: tuple[tuple[str, tuple[str, ...], Any], ...] = (
+    ("path", ("path",), str),
+    ("size_bytes", ("sizeBytes", "size_bytes"), int),
+    ("row_count", ("rowCount", "row_count"), int),
+    ("format", ("format",), str),
+    ("hmac", ("hmac",), str),
+    ("integrity", ("integrity",), ("ResultIntegrity", _INTEGRITY_FIELDS)),
+    ("protection", ("protection",), ("ResultProtection", _PROTECTION_FIELDS)),
+)
+_RESULT = ("JobResult", _RESULT_FIELDS)
+
+# The rejection's wording for each rule: pydantic's, whose rules these are (the body was
+# validated by pydantic models until their cost per message and at import was measured).
+_NOT_A_STRING = "Input should be a valid string"
+_NOT_AN_INTEGER = "Input should be a valid integer"
+_NOT_A_BOOLEAN = "Input should be a valid boolean"
+_UNREADABLE_BOOLEAN = "Input should be a valid boolean, unable to interpret input"
+_TRUE_WORDS = frozenset(("1", "on", "t", "true", "y", "yes"))
+_FALSE_WORDS = frozenset(("0", "off", "f", "false", "n", "no"))
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_ABSENT = object()
 
 
 @dataclass(slots=True, kw_only=True)
@@ -134,7 +115,8 @@ class JobEvent:
     received_at: datetime
     """The receipt clock (SQS `SentTimestamp`)."""
     metadata: dict[str, Any] = field(default_factory=dict)
-    result: JobResult | None = None
+    result: dict[str, Any] | None = None
+    """The body's `result` as the outcome carries it: snake_case, null fields left out."""
     execution_time_ms: int | None = None
     completed_at: datetime | None = None
     error_message: str | None = None
@@ -167,7 +149,8 @@ def _status(text: str) -> JobStatus:
 
 
 def parse_body(document: dict[str, Any] | None) -> JobBody:
-    """The body (as `parse_json_object` read it) as a `JobBody`, or `malformed_body`."""
+    """The body (as `parse_json_object` read it: JSON data) as a `JobBody`, or `malformed_body`
+    naming the first field that breaks a rule."""
     if document is None:
         raise RejectedMessageError(Reason.MALFORMED_BODY, "the body is not a JSON object")
     job_id = document.get("jobId", document.get("job_id"))
@@ -187,14 +170,89 @@ def parse_body(document: dict[str, Any] | None) -> JobBody:
             f"the body's status {str(document.get('status'))[:40]!r} is neither completed nor "
             "failed",
         )
-    try:
-        return _BODY.validate_python(document)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise RejectedMessageError(
-            Reason.MALFORMED_BODY, f"the body's field {where!r} is invalid: {first['msg']}"
-        ) from None
+    body: JobBody = {"job_id": job_id, "status": document["status"]}
+    # The optional fields in their documented order: a rejection names the first bad one.
+    if "metadata" in document:
+        metadata = document["metadata"]
+        if not isinstance(metadata, dict):
+            raise _invalid("metadata", "Input should be a valid dictionary")
+        body["metadata"] = metadata
+    if "result" in document:
+        result = document["result"]
+        body["result"] = None if result is None else _job_result(result, "result", _RESULT)
+    key = "executionTimeMs" if "executionTimeMs" in document else "execution_time_ms"
+    if key in document:
+        execution_time_ms = document[key]
+        if execution_time_ms is not None and type(execution_time_ms) is not int:
+            raise _invalid(key, _NOT_AN_INTEGER)  # an exact int: JSON's true is no duration
+        body["execution_time_ms"] = execution_time_ms
+    key = "completedAt" if "completedAt" in document else "completed_at"
+    if key in document:
+        completed_at = document[key]
+        if completed_at is not None and type(completed_at) is not str:
+            raise _invalid(key, _NOT_A_STRING)
+        body["completed_at"] = completed_at
+    return body
+
+
+def _invalid(where: str, rule: str) -> RejectedMessageError:
+    return RejectedMessageError(
+        Reason.MALFORMED_BODY, f"the body's field {where!r} is invalid: {rule}"
+    )
+
+
+def _job_result(value: Any, where: str, model: tuple[str, Any]) -> dict[str, Any]:
+    """An object of `_RESULT` (or one nested in it) as the outcome carries it: its known fields
+    in their order, null ones left out, unknown keys dropped; `where` is its place in the body."""
+    name, fields = model
+    if not isinstance(value, dict):
+        raise _invalid(where, f"Input should be a valid dictionary or instance of {name}")
+    checked: dict[str, Any] = {}
+    for field_name, keys, kind in fields:
+        for key in keys:
+            item = value.get(key, _ABSENT)
+            if item is _ABSENT:
+                continue
+            if item is None:
+                pass  # left out, as model_dump(exclude_none=True) left it out
+            elif type(item) is kind:  # nearly every value: a str, an exact int, a bool
+                checked[field_name] = item
+            elif type(kind) is tuple:
+                checked[field_name] = _job_result(item, f"{where}.{key}", kind)
+            elif kind is bool:
+                checked[field_name] = _lenient_bool(item, f"{where}.{key}")
+            else:
+                raise _invalid(f"{where}.{key}", _NOT_A_STRING if kind is str else _NOT_AN_INTEGER)
+            break
+    return checked
+
+
+def _lenient_bool(value: Any, where: str) -> bool:
+    """A JSON value as pydantic's lax boolean reads it: true/false, 0/1 (as an integer or a
+    whole float) and the words of `_TRUE_WORDS`/`_FALSE_WORDS` in any case."""
+    if type(value) is bool:
+        return value
+    if type(value) is str:
+        word = value.lower()
+        if word in _TRUE_WORDS:
+            return True
+        if word in _FALSE_WORDS:
+            return False
+        raise _invalid(where, _UNREADABLE_BOOLEAN)
+    # A number: 0 and 1 are booleans; another whole number within 64 bits (a float strictly
+    # inside them) is one that cannot be read as a boolean; anything else (a fraction, a huge or
+    # non-finite number) is no boolean at all.
+    if type(value) is int:
+        if value == 0 or value == 1:
+            return value == 1
+        if _INT64_MIN <= value <= _INT64_MAX:
+            raise _invalid(where, _UNREADABLE_BOOLEAN)
+    elif type(value) is float and math.isfinite(value) and value.is_integer():
+        if value == 0 or value == 1:
+            return value == 1
+        if _INT64_MIN < value < -_INT64_MIN:
+            raise _invalid(where, _UNREADABLE_BOOLEAN)
+    raise _invalid(where, _NOT_A_BOOLEAN)
 
 
 def parse_rfc3339(text: str | None) -> datetime | None:

@@ -162,7 +162,7 @@ def _fetcher_context(event: JobEvent) -> dict[str, Any]:
     context: dict[str, Any] = {"metadata": _bounded_metadata(event.metadata)}
     if event.status == "completed":
         if event.result is not None:
-            context["result"] = event.result.model_dump(exclude_none=True)
+            context["result"] = event.result  # already as the outcome carries it (event.py)
     else:
         message = sanitize_error_message(event.error_message or "")
         context["error"] = {"category": categorize_error(message), "message": message}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 
@@ -36,7 +37,10 @@ def parse_json_object(body: bytes) -> dict[str, Any] | None:
     try:
         # Strict UTF-8 and no NaN/Infinity: Go's encoding/json accepts neither, and a body that
         # Go considers invalid binds an empty job id.
-        document = _go_json.decode(body.decode("utf-8"))
+        text = body.decode("utf-8")
+        document = _compact_object(text)
+        if document is None:
+            document = _go_json.decode(text)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     if not isinstance(document, dict):
@@ -76,6 +80,21 @@ def _reject_constant(name: str) -> Any:
 
 # Built once: json.loads with an option builds a decoder on every call.
 _go_json = json.JSONDecoder(parse_constant=_reject_constant)
+# Its scanner, called directly for the producer's compact bodies (see _compact_object).
+_scan_go_json: Callable[[str, int], tuple[Any, int]] = _go_json.scan_once  # type: ignore[attr-defined]
+
+
+def _compact_object(text: str) -> dict[str, Any] | None:
+    """`_go_json.decode(text)` for a text that is one JSON object from its first character to
+    its last (the producer's compact bodies), without `decode`'s whitespace handling around the
+    scan; None for any other text, which `decode` itself then reads (or rejects)."""
+    if text[:1] != "{":
+        return None
+    try:
+        document, end = _scan_go_json(text, 0)
+    except (ValueError, RecursionError, StopIteration):  # StopIteration: a value missing
+        return None
+    return document if end == len(text) else None  # type: ignore[no-any-return]
 
 
 def canonical_signed_bytes(
