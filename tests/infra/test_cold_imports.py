@@ -189,8 +189,9 @@ INGEST_LEAVES = (
 )
 # The deliver function reads tasks and enqueues none: a delayed task is ingest's. Neither event
 # function reads a delivery id back (the management API's history does, `parse_delivery_id`):
-# deliver finds a first attempt by its event and subscription.
-DELIVER_LEAVES = ("jobhooks.queued_task", "jobhooks.named_delivery")
+# deliver finds a first attempt by its event and subscription. It parks a message only when a
+# delivery's last attempt failed or the message is not a task.
+DELIVER_LEAVES = ("jobhooks.queued_task", "jobhooks.named_delivery", "jobhooks.delivery.parking")
 
 
 @pytest.mark.parametrize("function", ["ingest", "deliver"])
@@ -204,7 +205,7 @@ def test_ingest_leaves_parking_and_the_deliver_functions_records_to_deliver() ->
     assert loaded(modules_after_import("ingest"), INGEST_LEAVES) == []
 
 
-def test_deliver_leaves_the_queued_task_to_ingest_and_reads_no_delivery_id() -> None:
+def test_deliver_leaves_the_queued_task_to_ingest_reads_no_delivery_id_and_parks_later() -> None:
     assert loaded(modules_after_import("deliver"), DELIVER_LEAVES) == []
 
 
