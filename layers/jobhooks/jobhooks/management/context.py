@@ -60,6 +60,8 @@ def resolve_host(host: str) -> list[str]:
 
 @dataclass
 class ManagementContext:
+    """The stores, queues and clients of one configuration, each made when first used."""
+
     settings: ManagementSettings
     redrive_method: RedriveMethod
     clock: Callable[[], datetime] = utc_now
