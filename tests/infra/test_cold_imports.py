@@ -189,8 +189,9 @@ INGEST_LEAVES = (
 )
 # The deliver function reads tasks and enqueues none: a delayed task is ingest's. Neither event
 # function reads a delivery id back (the management API's history does, `parse_delivery_id`):
-# deliver finds a first attempt by its event and subscription.
-DELIVER_LEAVES = ("jobhooks.queued_task", "jobhooks.named_delivery")
+# deliver finds a first attempt by its event and subscription. It parks a message only when a
+# delivery's last attempt failed or the message is not a task.
+DELIVER_LEAVES = ("jobhooks.queued_task", "jobhooks.named_delivery", "jobhooks.delivery.parking")
 
 
 @pytest.mark.parametrize("function", ["ingest", "deliver"])
@@ -204,8 +205,41 @@ def test_ingest_leaves_parking_and_the_deliver_functions_records_to_deliver() ->
     assert loaded(modules_after_import("ingest"), INGEST_LEAVES) == []
 
 
-def test_deliver_leaves_the_queued_task_to_ingest_and_reads_no_delivery_id() -> None:
+def test_deliver_leaves_the_queued_task_to_ingest_reads_no_delivery_id_and_parks_later() -> None:
     assert loaded(modules_after_import("deliver"), DELIVER_LEAVES) == []
+
+
+# Neither HTTP function checks a webhook URL at import: the network policy (its address tables)
+# is made when a subscription is first created or its URL changed. The portal serves none of
+# the operators' routes, so it defines none of their models (`management.operator_models`).
+def test_the_http_functions_load_the_network_policy_with_the_first_url_they_check() -> None:
+    for function in ("api", "portal"):
+        assert loaded(modules_after_import(function), ("jobhooks.delivery.network_policy",)) == []
+
+
+def test_the_portal_defines_none_of_the_operator_routes_models() -> None:
+    assert loaded(modules_after_import("portal"), ("jobhooks.management.operator_models",)) == []
+
+
+# The management API includes a resource's router when a request first names it; at import,
+# only the subscriptions' (most requests name a subscription).
+OTHER_RESOURCES = (
+    "deliveries",
+    "events",
+    "quarantine",
+    "dlq",
+    "analytics",
+    "alerts",
+    "grants",
+    "portal",
+)
+
+
+def test_the_api_loads_the_subscription_routes_alone_at_import() -> None:
+    modules = modules_after_import("api")
+    assert "jobhooks.management.routes.subscriptions" in modules
+    others = tuple(f"jobhooks.management.routes.{name}" for name in OTHER_RESOURCES)
+    assert loaded(modules, (*others, "jobhooks.management.operator_models")) == []
 
 
 # The old import paths of the classes that moved still work, on first use.
@@ -215,6 +249,10 @@ MOVED = (
     ("jobhooks.delivery_task", "NamedDelivery", "jobhooks.named_delivery"),
     ("jobhooks.delivery.first_attempts", "StoredPage", "jobhooks.delivery.stored_page"),
     ("jobhooks.storage.claim_reader", "ClaimedEvent", "jobhooks.storage.claimed_event"),
+    ("jobhooks.management.models", "DeadLetterQueue", "jobhooks.management.operator_models"),
+    ("jobhooks.management.models", "GrantList", "jobhooks.management.operator_models"),
+    ("jobhooks.management.models", "EventReplay", "jobhooks.management.operator_models"),
+    ("jobhooks.delivery.network_policy", "MAX_URL_LENGTH", "jobhooks.delivery.limits"),
 )
 
 

@@ -46,6 +46,8 @@ _BATCH_GET_ATTEMPTS: Final = 4
 
 @dataclass(frozen=True, slots=True)
 class StoredGrant:
+    """A grant as the access table holds it: an IAM principal pattern bound to tenants."""
+
     grant_id: str
     principal_pattern: str
     tenants: tuple[str, ...]

@@ -60,6 +60,8 @@ class CallerKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Caller:
+    """Who a request comes from: an operator, a tenant-bound IAM caller or a portal session."""
+
     kind: CallerKind
     principal: str
     """The IAM ARN, or `portal:<session id>`."""

@@ -60,7 +60,6 @@ from jobhooks.delivery.model import (
     failure_class_of,
     result_label,
 )
-from jobhooks.delivery.parking import ParkingSummary, ParkReason
 from jobhooks.delivery.ports import (
     DeadLetters,
     DeliveryLog,
@@ -243,6 +242,10 @@ class Deliverer:
         try:
             task = DeliveryTask.from_json(message.body)
         except InvalidDeliveryTaskError as error:
+            # Here, not at import: only a message that is not a task (or a delivery's last
+            # failed attempt, `settle`) is parked.
+            from jobhooks.delivery.parking import ParkingSummary, ParkReason
+
             self._dead_letters.park(message.body, ParkingSummary(ParkReason.INVALID_TASK, 0))
             _log.error(
                 "parked a message that is not a delivery task",

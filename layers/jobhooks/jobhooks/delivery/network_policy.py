@@ -31,6 +31,7 @@ from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_add
 from typing import Final, NamedTuple
 
 from jobhooks.delivery.exceptions import RefusalCode, RefusedUrlError
+from jobhooks.delivery.limits import MAX_URL_LENGTH as MAX_URL_LENGTH
 
 IPAddress = IPv4Address | IPv6Address
 
@@ -38,8 +39,6 @@ IPAddress = IPv4Address | IPv6Address
 # to hostile addresses; raising OSError means "does not resolve".
 Resolver = Callable[[str], Sequence[str]]
 
-# The longest webhook URL a subscription may have (the API's schema states it too).
-MAX_URL_LENGTH: Final = 2048
 MAX_HOST_LENGTH: Final = 253
 
 DEFAULT_PORTS: Final = {"https": 443, "http": 80}

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
-from jobhooks.delivery.parking import ParkingSummary, park_delivery
+if TYPE_CHECKING:
+    from jobhooks.delivery.parking import ParkingSummary
 
 _log = logging.getLogger(__name__)
 
@@ -79,4 +80,8 @@ class DeliveryDlq:
         self.dlq_url = dlq_url
 
     def park(self, body: str, summary: ParkingSummary) -> str:
+        # Loaded by the first message parked: a delivery's last failed attempt, or a message
+        # that is not a task.
+        from jobhooks.delivery.parking import park_delivery
+
         return park_delivery(self._sqs, self.dlq_url, body, summary)

@@ -7,7 +7,8 @@ Handler's `dependency_overrides`; nothing is patched.
 
 Each store, client and use case is made when a request first needs it, then kept: a request
 that lists subscriptions never loads the attempt log, the quarantine or the HTTP client, and
-the API's cold start pays for none of them (docs/performance.md). The ingest use case
+the API's cold start pays for none of them (docs/performance.md). So is the network policy (its
+address tables): only creating or changing a subscription checks a URL. The ingest use case
 (re-fan-out, quarantine replay) is built from the ingest settings, so every other operation
 keeps working when the API function lacks the Fetcher key configuration that replaying a
 quarantined message needs.
@@ -22,7 +23,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from jobhooks.delivery.network_policy import NetworkPolicy, Resolver, resolve_host
 from jobhooks.ingest.claim_retention import claim_retention_seconds
 from jobhooks.management.exceptions import ManagementMisconfiguredError
 from jobhooks.management.settings import (
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from jobhooks.delivery.attempt_log import AttemptLog
     from jobhooks.delivery.first_attempts import FirstAttemptLog
     from jobhooks.delivery.history import DeliveryHistory
+    from jobhooks.delivery.network_policy import NetworkPolicy, Resolver
     from jobhooks.delivery.ports import WebhookPoster
     from jobhooks.delivery.recovery import Recovery
     from jobhooks.ingest.claims import ClaimStore
@@ -50,10 +51,18 @@ if TYPE_CHECKING:
 SECONDS_PER_DAY: Final = 86_400
 
 
+def resolve_host(host: str) -> list[str]:
+    """The system resolver (`network_policy.resolve_host`), loaded with the first URL checked."""
+    from jobhooks.delivery import network_policy
+
+    return network_policy.resolve_host(host)
+
+
 @dataclass
 class ManagementContext:
+    """The stores, queues and clients of one configuration, each made when first used."""
+
     settings: ManagementSettings
-    network_policy: NetworkPolicy
     redrive_method: RedriveMethod
     clock: Callable[[], datetime] = utc_now
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ, repr=False)
@@ -62,6 +71,16 @@ class ManagementContext:
     resolver: Resolver = field(default=resolve_host, repr=False)
     webhook_client_override: WebhookPoster | None = field(default=None, repr=False)
     sqs_override: Any = field(default=None, repr=False)
+
+    @functools.cached_property
+    def network_policy(self) -> NetworkPolicy:
+        """The SSRF rules for a webhook URL: made when a subscription is first created or its
+        URL changed; a request that reads never loads the address tables."""
+        from jobhooks.delivery.network_policy import NetworkPolicy
+
+        return NetworkPolicy(
+            allow_private_networks=self.settings.allow_private_webhooks, resolver=self.resolver
+        )
 
     @functools.cached_property
     def dynamodb(self) -> Any:
@@ -213,9 +232,6 @@ def build_management_context(
     environ = os.environ if environ is None else environ
     return ManagementContext(
         settings=settings,
-        network_policy=NetworkPolicy(
-            allow_private_networks=settings.allow_private_webhooks, resolver=resolver
-        ),
         redrive_method=effective_redrive_method(settings.dlq_redrive, environ),
         clock=clock,
         environ=environ,

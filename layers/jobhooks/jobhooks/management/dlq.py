@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from jobhooks.management.context import ManagementContext
 from jobhooks.management.exceptions import ManagementMisconfiguredError, RedriveUnavailableError
-from jobhooks.management.models import (
+from jobhooks.management.operator_models import (
     DeadLetterListing,
     DeadLetterQueue,
     MoveTaskView,

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from jobhooks.ingest.exceptions import EventNotFoundError
 from jobhooks.management.context import ManagementContext
-from jobhooks.management.models import (
-    EventReplay,
-    ReplayedDelivery,
-    UnmatchedEvent,
-    UnmatchedEventPage,
-)
+from jobhooks.management.models import ReplayedDelivery
+from jobhooks.management.operator_models import EventReplay, UnmatchedEvent, UnmatchedEventPage
 from jobhooks.storage.times import format_time
 
 

@@ -27,11 +27,8 @@ from jobhooks.management.models import (
     WINDOW_BOUND_MAX_LENGTH,
     CreateAlertRuleRequest,
     CreateSubscriptionRequest,
-    DeadLetterQueue,
     ErrorBody,
-    QuarantineReplayRequest,
     RecoverRequest,
-    RedriveRequest,
     RotateSecretRequest,
     UpdateSubscriptionRequest,
 )
@@ -92,9 +89,6 @@ PeekLimitQuery = Annotated[
 ReasonQuery = Annotated[
     Reason | None, Query(description="only messages rejected for this reason (newest first)")
 ]
-DeadLetterQueueQuery = Annotated[
-    DeadLetterQueue, Query(description="which dead-letter queue (default: delivery)")
-]
 CursorQuery = Annotated[
     str | None,
     Query(
@@ -137,7 +131,7 @@ WindowToQuery = Annotated[
 # -- bodies (with the examples the document shows and generated tests start from) ------------
 
 
-def _example(value: Any) -> Any:
+def request_example(value: Any) -> Any:
     """An OpenAPI example object: Powertools' `Example` as the document writes it. Its model
     module (every OpenAPI object as a pydantic model) would cost the API's cold start; only
     `scripts/generate-openapi.py` and `openapi_json()` read examples."""
@@ -148,10 +142,10 @@ CreateSubscriptionBody = Annotated[
     CreateSubscriptionRequest,
     Body(
         openapi_examples={
-            "all event types": _example(
+            "all event types": request_example(
                 {"tenant_id": "acme", "url": "https://hooks.example.com/fetcher"}
             ),
-            "failures only": _example(
+            "failures only": request_example(
                 {
                     "tenant_id": "acme",
                     "url": "https://hooks.example.com/failures",
@@ -159,7 +153,7 @@ CreateSubscriptionBody = Annotated[
                     "description": "on-call alerts",
                 }
             ),
-            "billing jobs and their health": _example(
+            "billing jobs and their health": request_example(
                 {
                     "tenant_id": "acme",
                     "url": "https://hooks.example.com/billing",
@@ -174,8 +168,8 @@ UpdateSubscriptionBody = Annotated[
     UpdateSubscriptionRequest,
     Body(
         openapi_examples={
-            "disable": _example({"status": "disabled"}),
-            "move": _example({"url": "https://hooks.example.com/v2/fetcher"}),
+            "disable": request_example({"status": "disabled"}),
+            "move": request_example({"url": "https://hooks.example.com/v2/fetcher"}),
         }
     ),
 ]
@@ -183,10 +177,10 @@ CreateAlertRuleBody = Annotated[
     CreateAlertRuleRequest,
     Body(
         openapi_examples={
-            "failing billing jobs": _example(
+            "failing billing jobs": request_example(
                 {"tenant_id": "acme", "job_name": "billing-*", "failure_rate": 0.2}
             ),
-            "slow reports": _example(
+            "slow reports": request_example(
                 {
                     "tenant_id": "acme",
                     "job_name": "nightly-report",
@@ -200,31 +194,18 @@ CreateAlertRuleBody = Annotated[
 ]
 RotateSecretBody = Annotated[
     RotateSecretRequest | None,
-    Body(openapi_examples={"one hour of overlap": _example({"grace_seconds": 3600})}),
+    Body(openapi_examples={"one hour of overlap": request_example({"grace_seconds": 3600})}),
 ]
 RecoverBody = Annotated[
     RecoverRequest,
     Body(
         openapi_examples={
-            "since the outage began": _example({"since": "2026-12-06T01:00:00Z"}),
-            "the next page": _example(
+            "since the outage began": request_example({"since": "2026-12-06T01:00:00Z"}),
+            "the next page": request_example(
                 {"since": "2026-12-06T01:00:00Z", "cursor": "eyJzIjoi...", "limit": 500}
             ),
         }
     ),
-]
-QuarantineReplayBody = Annotated[
-    QuarantineReplayRequest | None,
-    Body(
-        openapi_examples={
-            "after a key rotation": _example({}),
-            "older than the retention": _example({"allow_stale": True}),
-        }
-    ),
-]
-RedriveBody = Annotated[
-    RedriveRequest | None,
-    Body(openapi_examples={"parked deliveries": _example({"queue": "delivery"})}),
 ]
 
 # -- answers ---------------------------------------------------------------------------------

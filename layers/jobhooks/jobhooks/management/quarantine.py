@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from jobhooks.inbound.rejection import Reason
 from jobhooks.management.context import ManagementContext
-from jobhooks.management.models import (
+from jobhooks.management.operator_models import (
     QuarantinedMessageDetail,
     QuarantinedMessageSummary,
     QuarantinePage,

@@ -9,7 +9,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobhooks.delivery.network_policy import MAX_URL_LENGTH
+from jobhooks.delivery.limits import MAX_URL_LENGTH
 from jobhooks.management.models import ErrorDetail, JobNamePatterns, Timestamp
 from jobhooks.subscriptions.model import (
     DEFAULT_EVENT_TYPES,

@@ -50,6 +50,8 @@ _ASSET_NAME: Final = re.compile(r"[a-z0-9][a-z0-9-]*\.(css|js|svg)")
 
 @dataclass(frozen=True, slots=True)
 class Asset:
+    """The portal's page or one of its assets, as served: name, media type and text."""
+
     name: str
     content_type: str
     body: str

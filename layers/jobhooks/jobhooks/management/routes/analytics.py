@@ -24,19 +24,19 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from jobhooks.management.models import (
-    AnalyticsAnswer,
-    AnalyticsQuestion,
-    AnalyticsQuestionList,
-    AnalyticsRows,
-    PendingAnalyticsQuery,
-)
 from jobhooks.management.openapi import (
     QueryIdPath,
     QuestionNamePath,
     WindowFromQuery,
     WindowToQuery,
     documented,
+)
+from jobhooks.management.operator_models import (
+    AnalyticsAnswer,
+    AnalyticsQuestion,
+    AnalyticsQuestionList,
+    AnalyticsRows,
+    PendingAnalyticsQuery,
 )
 from jobhooks.management.routes.dependencies import Operator, analytics_engine
 from jobhooks.storage.times import utc_now

@@ -3,28 +3,33 @@
 from __future__ import annotations
 
 from http import HTTPStatus
+from typing import Annotated
 
 from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
 from jobhooks.management import dlq
-from jobhooks.management.models import (
+from jobhooks.management.openapi import PeekLimitQuery, documented, request_example
+from jobhooks.management.operator_models import (
     DeadLetterListing,
     DeadLetterQueue,
     RedriveRequest,
     RedriveResult,
 )
-from jobhooks.management.openapi import (
-    DeadLetterQueueQuery,
-    PeekLimitQuery,
-    RedriveBody,
-    documented,
-)
 from jobhooks.management.routes.dependencies import Context, Operator
 
 OK, ACCEPTED, CONFLICT = HTTPStatus.OK, HTTPStatus.ACCEPTED, HTTPStatus.CONFLICT
 TAGS = ["dlq"]
+
+DeadLetterQueueQuery = Annotated[
+    DeadLetterQueue, Query(description="which dead-letter queue (default: delivery)")
+]
+RedriveBody = Annotated[
+    RedriveRequest | None,
+    Body(openapi_examples={"parked deliveries": request_example({"queue": "delivery"})}),
+]
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 logger = Logger(child=True)

@@ -9,7 +9,6 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
 from jobhooks.management import events
-from jobhooks.management.models import EventReplay, UnmatchedEventPage
 from jobhooks.management.openapi import (
     CursorQuery,
     EventIdPath,
@@ -18,6 +17,7 @@ from jobhooks.management.openapi import (
     TenantScopeQuery,
     documented,
 )
+from jobhooks.management.operator_models import EventReplay, UnmatchedEventPage
 from jobhooks.management.routes.dependencies import CallerOf, Context, Sends
 from jobhooks.management.scoping import event_scope, named_tenant
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE

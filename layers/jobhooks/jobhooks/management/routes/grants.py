@@ -21,8 +21,8 @@ from jobhooks.access.grants import (
     validate_principal_pattern,
     validate_tenants,
 )
-from jobhooks.management.models import GrantList, GrantRequest, GrantView
 from jobhooks.management.openapi import documented
+from jobhooks.management.operator_models import GrantList, GrantRequest, GrantView
 from jobhooks.management.routes.dependencies import Operator, Portal
 from jobhooks.storage.times import format_time
 

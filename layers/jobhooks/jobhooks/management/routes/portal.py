@@ -12,8 +12,13 @@ from typing import Any
 from aws_lambda_powertools.event_handler.request import Request
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from jobhooks.management.models import PortalLink, PortalLinkRequest, Revocation, RevocationRequest
 from jobhooks.management.openapi import documented
+from jobhooks.management.operator_models import (
+    PortalLink,
+    PortalLinkRequest,
+    Revocation,
+    RevocationRequest,
+)
 from jobhooks.management.routes.dependencies import Operator, Portal
 from jobhooks.storage.times import format_time
 

@@ -3,25 +3,27 @@
 from __future__ import annotations
 
 from http import HTTPStatus
+from typing import Annotated
 
 from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
 from jobhooks.management import quarantine
-from jobhooks.management.models import (
-    QuarantinedMessageDetail,
-    QuarantinePage,
-    QuarantineReplayRequest,
-    QuarantineReplayResult,
-)
 from jobhooks.management.openapi import (
     CursorQuery,
     LimitQuery,
     QuarantineIdPath,
-    QuarantineReplayBody,
     ReasonQuery,
     documented,
+    request_example,
+)
+from jobhooks.management.operator_models import (
+    QuarantinedMessageDetail,
+    QuarantinePage,
+    QuarantineReplayRequest,
+    QuarantineReplayResult,
 )
 from jobhooks.management.routes.dependencies import Context, Operator
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
@@ -29,6 +31,16 @@ from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
 OK = HTTPStatus.OK
 NOT_FOUND, CONFLICT = HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT
 TAGS = ["quarantine"]
+
+QuarantineReplayBody = Annotated[
+    QuarantineReplayRequest | None,
+    Body(
+        openapi_examples={
+            "after a key rotation": request_example({}),
+            "older than the retention": request_example({"allow_stale": True}),
+        }
+    ),
+]
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 logger = Logger(child=True)
