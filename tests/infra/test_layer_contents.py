@@ -3,7 +3,8 @@
 `layers/jobhooks/` is the layer's ContentUri: every module in it ships to every function and
 costs each one's cold start and package size. The CLI, the shovel and the local stack live in
 `tools/jobhooks_tools` and must stay out. The closure is read statically from the handlers'
-import statements (those inside functions too), so a module imported only lazily still counts.
+import statements (those inside functions too), so a module imported only lazily still counts,
+and so does a submodule a package imports by name from a tuple of its names.
 """
 
 from __future__ import annotations
@@ -57,6 +58,30 @@ def imported_names(path: Path) -> Iterator[str]:
             yield from (f"{node.module}.{alias.name}" for alias in node.names)
 
 
+def submodules_imported_by_name(module: str, path: Path) -> Iterator[str]:
+    """The submodules a package imports by name (`importlib.import_module(f"{__name__}.{x}")`,
+    as `jobhooks.management.routes` imports a resource's router on its first request): every
+    string of its module-level tuples that names one of its submodules."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    by_name = any(
+        isinstance(node, ast.Call)
+        and ast.unparse(node.func) == "importlib.import_module"
+        and node.args
+        and isinstance(node.args[0], ast.JoinedStr)
+        and ast.unparse(node.args[0]).startswith("f'{__name__}.")
+        for node in ast.walk(tree)
+    )
+    if not by_name:
+        return
+    for statement in tree.body:
+        value = statement.value if isinstance(statement, ast.Assign | ast.AnnAssign) else None
+        if isinstance(value, ast.Tuple):
+            for item in value.elts:
+                name = item.value if isinstance(item, ast.Constant) else None
+                if isinstance(name, str) and module_file(f"{module}.{name}") is not None:
+                    yield f"{module}.{name}"
+
+
 def closure() -> dict[str, set[str]]:
     """Every jobhooks module the handlers reach, with the top-level names each one imports."""
     seen: dict[str, set[str]] = {}
@@ -65,7 +90,7 @@ def closure() -> dict[str, set[str]]:
         name, path = pending.pop()
         if name in seen:
             continue
-        imports = set(imported_names(path))
+        imports = set(imported_names(path)) | set(submodules_imported_by_name(name, path))
         seen[name] = {imported.split(".")[0] for imported in imports}
         for imported in imports:
             parts = imported.split(".")
