@@ -63,16 +63,20 @@ class BreakerClock:
 @dataclass
 class PageWriteFault:
     """Refuses the next `times` calls of `operation` (BatchWriteItem: the pages) of the ingest's
-    clients."""
+    clients; with `key`, only those whose request holds that text (a batch's attempts settle
+    concurrently, so "the next call" would be whichever event's write came first)."""
 
     times: int = 0
     operation: str = "BatchWriteItem"
     calls: int = field(default=0)
+    key: str | None = None
 
     def before_call(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         if model.name != self.operation:
             return
         self.calls += 1
+        if self.key is not None and self.key not in str(params.get("body", "")):
+            return
         if self.times > 0:
             self.times -= 1
             raise ClientError(
@@ -473,8 +477,9 @@ def test_an_event_whose_failed_attempt_cannot_be_recorded_retries_and_is_paged_o
     fine, failing = world.bench.receiver(), world.bench.receiver(default=Reply(500))
     ok, bad = world.bench.subscribe(fine), world.bench.subscribe(failing)
     first, second = world.event(), world.event()
-    # The first failed attempt's record (an UpdateItem on DeliveriesTable) is refused.
+    # The first event's failed attempt's record (an UpdateItem on DeliveriesTable) is refused.
     world.faults.operation, world.faults.times = "UpdateItem", 1
+    world.faults.key = delivery_id_for(event_id_of(first), bad.subscription.subscription_id)
 
     results = world.run(first, second)
 
