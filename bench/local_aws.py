@@ -19,44 +19,27 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import boto3
-from jobhooks_tools.local.ports import free_port
+from jobhooks_tools.local.moto_server import MotoServer
 
 
 class Server:
-    """One moto server in a child process, on a free loopback port."""
+    """One moto server in a child process, with a table and a queue to call."""
 
     def __init__(self, name: str, module: str) -> None:
         self.name = name
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", module, "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError(f"{module} did not start") from None
-                time.sleep(0.05)
-        url = f"http://127.0.0.1:{self.port}"
+        self.moto = MotoServer(module=module).start()
         session = boto3.session.Session(
             aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
         )
-        self.dynamodb = session.client("dynamodb", endpoint_url=url)
-        self.sqs = session.client("sqs", endpoint_url=url)
+        self.dynamodb = session.client("dynamodb", endpoint_url=self.moto.endpoint_url)
+        self.sqs = session.client("sqs", endpoint_url=self.moto.endpoint_url)
         self.dynamodb.create_table(
             TableName="t",
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
@@ -68,13 +51,12 @@ class Server:
         self.queue_url = self.sqs.create_queue(QueueName="q")["QueueUrl"]
 
     def cpu_seconds(self) -> float:
-        with open(f"/proc/{self.process.pid}/stat") as stat:
+        with open(f"/proc/{self.moto.pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
+        self.moto.stop()
 
 
 def calls(server: Server) -> dict[str, Callable[[int], Any]]:

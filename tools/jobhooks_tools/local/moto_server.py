@@ -49,14 +49,23 @@ def local_aws_environment(endpoint_url: str) -> dict[str, str]:
 class MotoServer:
     host: str = "127.0.0.1"
     port: int = field(default_factory=free_port)
+    # The server to run: `moto_main` (DynamoDB's writes atomic as on AWS), or moto's own
+    # `moto.server` for a bench's baseline.
+    module: str = "jobhooks_tools.local.moto_main"
     _process: subprocess.Popen[bytes] | None = None
 
     @property
     def endpoint_url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def pid(self) -> int:
+        if self._process is None:
+            raise RuntimeError("the server is not started")
+        return self._process.pid
+
     def start(self, timeout: float = 30.0) -> MotoServer:
-        # This interpreter's moto, through `moto_main`: DynamoDB's writes atomic as on AWS.
+        # This interpreter's moto, through `module`.
         if importlib.util.find_spec("moto") is None:
             raise RuntimeError(
                 "moto's server was not found: install the dev extras (pip install 'jobhooks[dev]')"
@@ -76,7 +85,7 @@ class MotoServer:
             [
                 sys.executable,
                 "-m",
-                "jobhooks_tools.local.moto_main",
+                self.module,
                 "-H",
                 self.host,
                 "-p",
