@@ -15,10 +15,11 @@ from jobhooks.delivery.model import (
     DeliveryResult,
     FailureClass,
 )
+from jobhooks.delivery_queue import MAX_BATCH_BYTES, _chunks
 from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError, delivery_id_for
 from jobhooks.inbound.rejection import Reason
 from jobhooks.ingest.exceptions import ClaimLostError, FetcherKeysUnavailableError
-from jobhooks.ingest.fan_out import MAX_BATCH_BYTES, _chunks, delivery_tasks_for
+from jobhooks.ingest.fan_out import delivery_tasks_for
 from jobhooks.ingest.fetcher_keys import SecretKeys
 from jobhooks.ingest.inbound import InboundMessage, claimed_event_id
 from jobhooks.ingest.model import (

@@ -13,13 +13,14 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from jobhooks.delivery_queue import DeliveryEnqueueError
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.job_events import VerificationPolicy
 from jobhooks.inbound.keys import HmacKey
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks.ingest.busy_records import BusyRecords
-from jobhooks.ingest.exceptions import ClaimInProgressError, ClaimLostError, DeliveryEnqueueError
+from jobhooks.ingest.exceptions import ClaimInProgressError, ClaimLostError
 from jobhooks.ingest.fetcher_keys import StaticKeys
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.model import (

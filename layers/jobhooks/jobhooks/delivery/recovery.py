@@ -55,7 +55,7 @@ _DELIVERY_ID: Final = shaped(DELIVERY_ID_PATTERN)
 
 
 class TaskQueue(Protocol):
-    """The delivery queue (`jobhooks.ingest.fan_out.DeliveryQueue`): tasks in shared batches."""
+    """The delivery queue (`jobhooks.delivery_queue.DeliveryQueue`): tasks in shared batches."""
 
     def enqueue_events(
         self, events: Sequence[tuple[str, Sequence[QueuedTask]]]

@@ -19,6 +19,8 @@ Read in the order a record flows (docs/ingest.md describes the behaviour):
     claims, quarantine, fan_out, busy_records
                     the DynamoDB and SQS adapters: the lease-carrying claim on a `ce-id`, the
                     kept rejects, one delivery task per matching subscription, early retries
+                    (the tasks go out through `jobhooks.delivery_queue`, which the management
+                    API and notifications share)
     fetcher_keys, claim_retention, telemetry, settings, exceptions, limits
                     the rules beside it (`limits`: the quarantine id's shape, a plain constant
                     the management API checks without importing the model)

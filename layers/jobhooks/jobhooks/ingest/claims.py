@@ -36,7 +36,6 @@ from botocore.exceptions import ClientError
 
 from jobhooks.ingest.claim_retention import claim_expires_at
 from jobhooks.ingest.exceptions import (
-    AwsServiceError,
     ClaimInProgressError,
     EventInProgressError,
     EventNotFoundError,
@@ -54,6 +53,7 @@ from jobhooks.ingest.model import (
 from jobhooks.storage.claim_reader import batch_key, is_batch_key, payload_of, subscription_ids_of
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor, printable_text, stored_time
+from jobhooks.storage.exceptions import AwsServiceError
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
 from jobhooks.storage.times import (
     epoch_millis,

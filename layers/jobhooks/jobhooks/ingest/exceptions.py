@@ -10,10 +10,8 @@ messages are quarantined and acknowledged).
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import Any
 
 from jobhooks.exceptions import JobhooksError
-from jobhooks.storage.clients import aws_error_code
 
 
 class IngestError(JobhooksError):
@@ -45,42 +43,6 @@ class ClaimLostError(IngestError):
             "is retried and finds the event done or in progress"
         )
         self.event_id = event_id
-
-
-class DeliveryEnqueueError(IngestError):
-    """SQS did not accept every delivery task after a few attempts."""
-
-    code = "delivery_enqueue_failed"
-
-    def __init__(self, event_id: str, failed: int, total: int, aws_code: str) -> None:
-        super().__init__(
-            f"{failed} of {total} delivery tasks of event {event_id!r} were not accepted by SQS "
-            f"({aws_code}); the claim is released and the record retried"
-        )
-        self.event_id = event_id
-        self.failed = failed
-        self.total = total
-        self.aws_code = aws_code
-
-
-class AwsServiceError(IngestError):
-    """A DynamoDB, SQS or Secrets Manager call failed after botocore's own retries."""
-
-    code = "aws_service_error"
-    status = HTTPStatus.BAD_GATEWAY
-
-    def __init__(self, operation: str, aws_code: str) -> None:
-        super().__init__(
-            f"{operation} failed with {aws_code}; the record is retried (check throttling, "
-            "permissions and that the table or queue exists)"
-        )
-        self.operation = operation
-        self.aws_code = aws_code
-
-    @classmethod
-    def from_client_error(cls, operation: str, error: Any) -> AwsServiceError:
-        """From a botocore `ClientError`."""
-        return cls(operation, aws_error_code(error))
 
 
 class FetcherKeysUnavailableError(IngestError):

@@ -18,7 +18,6 @@ from botocore.exceptions import ClientError
 
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks.ingest.exceptions import (
-    AwsServiceError,
     QuarantinedMessageNotFoundError,
     QuarantineTooLargeError,
 )
@@ -26,6 +25,7 @@ from jobhooks.ingest.inbound import InboundMessage, claimed_event_id
 from jobhooks.ingest.model import QUARANTINE_ID_PATTERN
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped, stored_time
+from jobhooks.storage.exceptions import AwsServiceError
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
 from jobhooks.storage.times import (
     epoch_seconds,

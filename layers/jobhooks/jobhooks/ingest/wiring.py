@@ -15,11 +15,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobhooks.analytics.recorder import build_analytics_recorder
+from jobhooks.delivery_queue import DeliveryQueue
 from jobhooks.exceptions import ConfigurationError
 from jobhooks.inbound.keys import parse_key_list
 from jobhooks.ingest.busy_records import BusyRecords
 from jobhooks.ingest.claims import ClaimStore
-from jobhooks.ingest.fan_out import DeliveryQueue
 from jobhooks.ingest.fetcher_keys import (
     FetcherKeySource,
     SecretKeys,

@@ -155,7 +155,7 @@ class ManagementContext:
     def recovery(self) -> Recovery:
         """Sends a subscription's undelivered deliveries again (`recover`)."""
         from jobhooks.delivery.recovery import Recovery
-        from jobhooks.ingest.fan_out import DeliveryQueue
+        from jobhooks.delivery_queue import DeliveryQueue
         from jobhooks.storage.claim_reader import ClaimReader
 
         return Recovery(

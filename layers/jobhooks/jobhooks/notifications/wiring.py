@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from jobhooks.ingest.fan_out import DeliveryQueue
+from jobhooks.delivery_queue import DeliveryQueue
 from jobhooks.notifications.notifier import Notifier
 from jobhooks.notifications.operations_topic import SnsOperationsTopic
 from jobhooks.notifications.settings import NotificationSettings

@@ -10,7 +10,8 @@ behind one base); and the one reader two packages share.
     pages       page sizes (default 50, at most 100) and cutting a page with its next cursor
     reads       every item (or every page) of a Query or Scan, following `LastEvaluatedKey`
     times       the one clock and the stored-time codec (RFC 3339 UTC, milliseconds, `Z`)
-    exceptions  the cursor and page-size errors every listing raises
+    exceptions  the cursor and page-size errors every listing raises, and an AWS call that
+                failed after botocore's retries (`AwsServiceError`)
     claim_reader, claimed_event
                 an event's claim as its deliveries need it (its batch, its fan-out): ingest
                 writes claims, delivery reads them here without importing ingest; what a read

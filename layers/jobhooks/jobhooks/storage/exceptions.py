@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from http import HTTPStatus
+from typing import Any
 
 from jobhooks.exceptions import JobhooksError
+from jobhooks.storage.clients import aws_error_code
 
 
 class InvalidCursorError(JobhooksError):
@@ -37,3 +39,23 @@ class ClaimsBusyError(JobhooksError):
         super().__init__(
             "the claims table is throttling reads right now; try again in a few seconds"
         )
+
+
+class AwsServiceError(JobhooksError):
+    """A DynamoDB, SQS or Secrets Manager call failed after botocore's own retries."""
+
+    code = "aws_service_error"
+    status = HTTPStatus.BAD_GATEWAY
+
+    def __init__(self, operation: str, aws_code: str) -> None:
+        super().__init__(
+            f"{operation} failed with {aws_code}; the record is retried (check throttling, "
+            "permissions and that the table or queue exists)"
+        )
+        self.operation = operation
+        self.aws_code = aws_code
+
+    @classmethod
+    def from_client_error(cls, operation: str, error: Any) -> AwsServiceError:
+        """From a botocore `ClientError`."""
+        return cls(operation, aws_error_code(error))
