@@ -374,7 +374,7 @@ FIRST_ATTEMPT_RESOURCES = {
 DELIVER_GRANTS = {
     arn_of("DeliverLogGroup"): {"logs:CreateLogStream", "logs:PutLogEvents"},
     arn_of("DeliveryDeadLetterQueue"): {"sqs:SendMessage"},
-    arn_of("DeliveriesTable"): {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+    arn_of("DeliveriesTable"): {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"},
     # The duplicate check of a task with no record: the claim, then its batch's page.
     arn_of("ClaimsTable"): {"dynamodb:GetItem"},
     arn_of("FirstAttemptsTable"): {"dynamodb:GetItem"},

@@ -9,7 +9,7 @@ implement them; tests may pass in-memory fakes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -31,6 +31,9 @@ class DeliveryLog(Protocol):
     """What delivery needs of the attempt log (`AttemptLog` implements it)."""
 
     def find(self, delivery_id: str) -> DeliveryRecord | None: ...
+
+    def find_many(self, delivery_ids: Iterable[str]) -> dict[str, DeliveryRecord]:
+        """`find` for several: the recorded ones, by id."""
 
     def record_attempt(
         self,
