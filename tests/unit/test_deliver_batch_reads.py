@@ -203,3 +203,57 @@ def test_the_attempt_log_reads_a_batch_strongly_consistently() -> None:
         {"deliveries": {"Keys": [{"delivery_id": {"S": "a"}}, {"delivery_id": {"S": "b"}}],
                         "ConsistentRead": True}}
     ]  # fmt: skip
+
+
+SUCCESS = CountingLog(["first"])._record("first")
+
+
+class FirstAttempts:
+    """Ingest's first-attempt successes: those of `succeeded`, as (event, subscription)."""
+
+    def __init__(self, succeeded: Iterable[tuple[str, str]]) -> None:
+        self.succeeded = set(succeeded)
+        self.found: list[tuple[str, str]] = []
+        self.found_many: list[list[tuple[str, str]]] = []
+
+    def find(self, event_id: str, subscription_id: str) -> DeliveryRecord | None:
+        self.found.append((event_id, subscription_id))
+        return SUCCESS if (event_id, subscription_id) in self.succeeded else None
+
+    def find_many(
+        self, deliveries: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], DeliveryRecord]:
+        asked = list(deliveries)
+        self.found_many.append(asked)
+        return {pair: SUCCESS for pair in asked if pair in self.succeeded}
+
+
+def test_the_tasks_without_a_record_ask_for_first_attempt_successes_together() -> None:
+    records, tasks = batch(3)
+    replayed = tasks[2].model_copy(update={"replay": True})
+    records[2]["body"] = replayed.to_json()
+    clock = Clock()
+    log = CountingLog()
+    first_attempts = FirstAttempts([(tasks[0].event_id, tasks[0].subscription_id)])
+    receiver = Receiver(clock)
+    worker = Deliverer(
+        attempt_log=log,
+        subscriptions=Directory([subscription("acme", 0)]),
+        client=receiver,
+        queue=Nowhere(),
+        dead_letters=Nowhere(),
+        first_attempts=first_attempts,
+        monotonic=clock,
+        clock=lambda: NOW,
+    )
+    try:
+        worker.deliver_batch({"Records": records})
+    finally:
+        worker.close()
+
+    # The replay POSTs whatever ingest did, so it is not asked about; nothing is read alone.
+    assert first_attempts.found_many == [
+        [(task.event_id, task.subscription_id) for task in tasks[:2]]
+    ]
+    assert (first_attempts.found, log.found) == ([], [])
+    assert sorted(receiver.posted) == sorted([tasks[1].webhook_id, tasks[2].webhook_id])

@@ -215,16 +215,33 @@ class Deliverer:
         return {"batchItemFailures": failures}
 
     def _read_records(self, tasks: Sequence[DeliveryTask | None]) -> _BatchRecords | None:
-        """The batch's delivery records in one read, for the duplicate checks; None when there
-        is one task (a GetItem costs the same) or the read failed (each task reads its own)."""
-        ids = [task.delivery_id for task in tasks if task is not None]
-        if len(ids) < 2:
+        """What the batch's duplicate checks read, read together: the delivery records (one
+        BatchGetItem), then for the tasks with none that are not replays, ingest's first-attempt
+        successes (two more: their claims, their pages). None when there is one task (a
+        GetItem costs the same) or the records' read failed: each task then reads its own, as
+        does each task without a record when the successes' read failed."""
+        valid = [task for task in tasks if task is not None]
+        if len(valid) < 2:
             return None
         try:
-            return _BatchRecords(self._log.find_many(ids), self._monotonic())
+            records = self._log.find_many(task.delivery_id for task in valid)
+            read_at = self._monotonic()  # the older of the two reads says how fresh both are
         except Exception:  # the tasks' own reads decide: they raise if DynamoDB is really down
             _log.warning("reading the batch's delivery records failed", exc_info=True)
             return None
+        unrecorded = [
+            (task.event_id, task.subscription_id)
+            for task in valid
+            if task.delivery_id not in records and not task.replay
+        ]
+        successes: dict[tuple[str, str], DeliveryRecord] | None = {}
+        if unrecorded and self._first_attempts is not None:
+            try:
+                successes = self._first_attempts.find_many(unrecorded)
+            except Exception:
+                _log.warning("reading the batch's first-attempt successes failed", exc_info=True)
+                successes = None
+        return _BatchRecords(records, successes, read_at)
 
     def _deliver_in_time(
         self,
@@ -289,7 +306,7 @@ class Deliverer:
         if existing is not None and _already_delivered(existing, task, message):
             _log.info("delivery already succeeded; not sending it again", extra=task_fields(task))
             return DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id)
-        if existing is None and not task.replay and self._first_attempt_succeeded(task):
+        if existing is None and not task.replay and self._first_attempt_succeeded(task, known):
             # No record: its success is an entry of a page (ingest's first attempt), and a
             # re-fan-out of the event must not POST it again (docs/delivery.md).
             _log.info(
@@ -358,10 +375,13 @@ class Deliverer:
             self._cache.forget(task.subscription_id)
         return outcome
 
-    def _first_attempt_succeeded(self, task: DeliveryTask) -> bool:
+    def _first_attempt_succeeded(self, task: DeliveryTask, known: _BatchRecords | None) -> bool:
         if self._first_attempts is None:
             return False
-        return self._first_attempts.find(task.event_id, task.subscription_id) is not None
+        key = (task.event_id, task.subscription_id)
+        if known is not None and known.successes is not None and known.fresh(self._monotonic()):
+            return key in known.successes
+        return self._first_attempts.find(*key) is not None
 
     def _subscription(self, subscription_id: str) -> Subscription | None:
         cached = self._cache.get(subscription_id)
@@ -485,17 +505,26 @@ class _Hides:
 
 
 class _BatchRecords:
-    """A batch's delivery records, read together when the batch began (`AttemptLog.find_many`).
+    """A batch's delivery records, and the first-attempt successes of its tasks without one,
+    read together when the batch began (`Deliverer._read_records`).
 
     The duplicate check must see a success another copy of the task recorded before this one
     POSTs. A task that starts within `_BATCH_READ_FRESH_SECONDS` of the read takes its record
     from it, as it would from a read of its own made as late; one held longer (behind the
     per-endpoint and per-tenant caps, or a slow POST of the batch) reads its record again."""
 
-    __slots__ = ("read_at", "records")
+    __slots__ = ("read_at", "records", "successes")
 
-    def __init__(self, records: dict[str, DeliveryRecord], read_at: float) -> None:
+    def __init__(
+        self,
+        records: dict[str, DeliveryRecord],
+        successes: dict[tuple[str, str], DeliveryRecord] | None,
+        read_at: float,
+    ) -> None:
         self.records = records
+        # Ingest's first-attempt successes of the tasks without a record, by (event,
+        # subscription); None when that read failed.
+        self.successes = successes
         self.read_at = read_at
 
     def fresh(self, now: float) -> bool:

@@ -55,6 +55,11 @@ class FirstAttemptRecords(Protocol):
     def find(self, event_id: str, subscription_id: str) -> DeliveryRecord | None:
         """The delivery's first attempt, made by ingest, if it succeeded and is kept."""
 
+    def find_many(
+        self, deliveries: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], DeliveryRecord]:
+        """`find` for several (event, subscription) deliveries: the successes, by that pair."""
+
 
 class SubscriptionDirectory(Protocol):
     """What delivery needs of the subscription store (`SubscriptionStore` implements it)."""
