@@ -162,9 +162,7 @@ class FirstAttemptLog:
         stored = _from_item(item)
         return stored if stored.expires_at > self._clock() else None
 
-    def get_many(
-        self, pages: Iterable[tuple[str, str]]
-    ) -> dict[tuple[str, str], StoredPage]:
+    def get_many(self, pages: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StoredPage]:
         """`get` for several (subscription, batch) pages (BatchGetItem, 100 keys a call): the
         live ones, by their key; raises `DeliveryLogBusyError` if some stay unread."""
         unique = sorted(set(pages))
