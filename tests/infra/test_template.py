@@ -374,10 +374,10 @@ FIRST_ATTEMPT_RESOURCES = {
 DELIVER_GRANTS = {
     arn_of("DeliverLogGroup"): {"logs:CreateLogStream", "logs:PutLogEvents"},
     arn_of("DeliveryDeadLetterQueue"): {"sqs:SendMessage"},
-    arn_of("DeliveriesTable"): {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+    arn_of("DeliveriesTable"): {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"},
     # The duplicate check of a task with no record: the claim, then its batch's page.
-    arn_of("ClaimsTable"): {"dynamodb:GetItem"},
-    arn_of("FirstAttemptsTable"): {"dynamodb:GetItem"},
+    arn_of("ClaimsTable"): {"dynamodb:GetItem", "dynamodb:BatchGetItem"},
+    arn_of("FirstAttemptsTable"): {"dynamodb:GetItem", "dynamodb:BatchGetItem"},
     arn_of("SubscriptionsTable"): {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
     arn_of("SubscriptionSecretsKey"): {"kms:Decrypt"},
     # Notifications of endpoint health: the tenant's subscriptions, enqueued, and the operators.

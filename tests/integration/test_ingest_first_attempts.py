@@ -45,6 +45,7 @@ from tests.integration.deliver_harness import (
     attempts_of,
     delivery_bench,
 )
+from tests.integration.test_deliver_subscription_cache import AwsCalls
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -583,3 +584,36 @@ def test_a_task_of_another_subscription_than_the_pages_is_posted(world: World) -
     )
     assert first.count == 1
     assert verified_ids(second, issued.secret) == [webhook_id_for(event_id_of(event))]
+
+
+def test_a_batch_of_re_fanned_out_successes_reads_records_claims_and_pages_once_each(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two events delivered by ingest's first attempts to two subscriptions each: their
+    # re-fan-outs are four tasks without a record, whose duplicate checks read together.
+    receivers = [world.bench.receiver(), world.bench.receiver()]
+    for receiver in receivers:
+        world.bench.subscribe(receiver)
+    events = [world.event(), world.event()]
+    assert accepted(world.run(*events))
+    assert [receiver.count for receiver in receivers] == [2, 2]
+    recorded = deliver_function(world)
+    for event in events:
+        world.ingest.refan_out(event_id_of(event))
+    calls = AwsCalls(monkeypatch)
+
+    calls.counting = True
+    stats = world.bench.run_batch()
+    calls.counting = False
+
+    assert (stats.received, stats.succeeded) == (4, 4)
+    assert [o.result for o in recorded.outcomes] == [DeliveryResult.DUPLICATE] * 4
+    assert [receiver.count for receiver in receivers] == [2, 2]
+    tables = {
+        logical: world.stack.table_name(logical)
+        for logical in ("DeliveriesTable", "ClaimsTable", "FirstAttemptsTable")
+    }
+    # No GetItem: one read of the records, one of the claims, one of the pages.
+    assert {call: n for call, n in calls.counted.items() if call[1] in tables.values()} == {
+        ("BatchGetItem", table): 1 for table in tables.values()
+    }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,6 +28,9 @@ NOW = datetime(2026, 7, 13, 18, 4, 11, tzinfo=UTC)
 class Log:
     def find(self, delivery_id: str) -> DeliveryRecord | None:
         return None
+
+    def find_many(self, delivery_ids: Iterable[str]) -> dict[str, DeliveryRecord]:
+        return {}
 
     def record_attempt(
         self,

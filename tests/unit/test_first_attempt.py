@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -172,6 +172,9 @@ class Log:
 
     def find(self, delivery_id: str) -> DeliveryRecord | None:
         return None
+
+    def find_many(self, delivery_ids: Iterable[str]) -> dict[str, DeliveryRecord]:
+        return {}
 
     def record_attempt(
         self,

@@ -3,7 +3,8 @@
 For one task (`Deliverer.deliver_task`), in order:
 
 1. a message that is not a `jobhooks.delivery/1` task is parked as `invalid_task`;
-2. a delivery already recorded as succeeded is acked without a POST (duplicate tasks happen),
+2. a delivery already recorded as succeeded is acked without a POST (duplicate tasks happen; a
+   batch reads its records together, `_BatchRecords`),
    unless the task is a replay that has not succeeded yet under this very SQS message; so is
    one the attempt log has no record of whose first attempt, made by ingest, succeeded (its
    page says so), unless the task is a replay;
@@ -81,6 +82,8 @@ _log = logging.getLogger(__name__)
 
 # What a record needs after its POST: two DynamoDB writes at most, or a write and an SQS call.
 _RECORDING_MARGIN_SECONDS: Final = 5.0
+# How old the batch's read of its records may be for a task's duplicate check (`_BatchRecords`).
+_BATCH_READ_FRESH_SECONDS: Final = 1.0
 TEST_WEBHOOK_ID_PREFIX: Final = "msg_test_"
 
 
@@ -167,17 +170,19 @@ class Deliverer:
         back after the queue's visibility timeout. `remaining_ms` is the Lambda context's
         `get_remaining_time_in_millis`: a record that could not finish in time is not started.
         """
-        records = list(event.get("Records") or [])
+        messages = [DeliveryMessage.from_record(record) for record in event.get("Records") or []]
         deadline = self._monotonic() + remaining_ms() / 1000 if remaining_ms is not None else None
+        tasks = [_task_of(message) for message in messages]
+        known = self._read_records(tasks)
         futures: list[tuple[str, Future[DeliveryOutcome]]] = []
         hides = _Hides(self._monotonic)
-        for record in records:
-            message = DeliveryMessage.from_record(record)
-            tenant, endpoint = _fair_share_keys(message)
+        for message, task in zip(messages, tasks, strict=True):
+            # A message that is not a task is parked without a POST: it counts against no one.
+            tenant, endpoint = (task.tenant_id, task.subscription_id) if task else ("", "")
             future = self._pool.submit(
                 tenant,
                 endpoint,
-                functools.partial(self._deliver_in_time, message, deadline, hides),
+                functools.partial(self._deliver_in_time, message, deadline, hides, task, known),
                 per_tenant=self._max_per_tenant,
                 per_endpoint=self._max_per_endpoint,
             )
@@ -209,8 +214,42 @@ class Deliverer:
                 _log.exception("recording delivery metrics failed")
         return {"batchItemFailures": failures}
 
+    def _read_records(self, tasks: Sequence[DeliveryTask | None]) -> _BatchRecords | None:
+        """What the batch's duplicate checks read, read together: the delivery records (one
+        BatchGetItem), then for the tasks with none that are not replays, ingest's first-attempt
+        successes (two more: their claims, their pages). None when there is one task (a
+        GetItem costs the same) or the records' read failed: each task then reads its own, as
+        does each task without a record when the successes' read failed."""
+        valid = [task for task in tasks if task is not None]
+        if len(valid) < 2:
+            return None
+        try:
+            records = self._log.find_many(task.delivery_id for task in valid)
+            read_at = self._monotonic()  # the older of the two reads says how fresh both are
+        except Exception:  # the tasks' own reads decide: they raise if DynamoDB is really down
+            _log.warning("reading the batch's delivery records failed", exc_info=True)
+            return None
+        unrecorded = [
+            (task.event_id, task.subscription_id)
+            for task in valid
+            if task.delivery_id not in records and not task.replay
+        ]
+        successes: dict[tuple[str, str], DeliveryRecord] | None = {}
+        if unrecorded and self._first_attempts is not None:
+            try:
+                successes = self._first_attempts.find_many(unrecorded)
+            except Exception:
+                _log.warning("reading the batch's first-attempt successes failed", exc_info=True)
+                successes = None
+        return _BatchRecords(records, successes, read_at)
+
     def _deliver_in_time(
-        self, message: DeliveryMessage, deadline: float | None, hides: _Hides | None = None
+        self,
+        message: DeliveryMessage,
+        deadline: float | None,
+        hides: _Hides | None = None,
+        task: DeliveryTask | None = None,
+        known: _BatchRecords | None = None,
     ) -> DeliveryOutcome:
         needed = self._post_timeout + _RECORDING_MARGIN_SECONDS
         if deadline is not None and self._monotonic() + needed > deadline:
@@ -220,19 +259,26 @@ class Deliverer:
                 extra={"message_id": message.message_id},
             )
             return DeliveryOutcome(DeliveryResult.NOT_STARTED)
-        return self.deliver_task(message, hides=hides)
+        return self.deliver_task(message, hides=hides, task=task, known=known)
 
     # -- one task ----------------------------------------------------------------------------
 
     def deliver_task(
-        self, message: DeliveryMessage, *, hides: _Hides | None = None
+        self,
+        message: DeliveryMessage,
+        *,
+        hides: _Hides | None = None,
+        task: DeliveryTask | None = None,
+        known: _BatchRecords | None = None,
     ) -> DeliveryOutcome:
         """Deliver one task now; what became of it. Raises only for AWS errors (DynamoDB, SQS).
 
         `hides`: where a retry's message is noted to be hidden with the batch's others (see the
-        module docstring); None hides it at once.
+        module docstring); None hides it at once. `task`: the message's task, when the batch
+        already read it. `known`: the batch's records, read together (`_BatchRecords`).
 
-        The duplicate check reads the delivery's record (one strongly consistent GetItem). A
+        The duplicate check reads the delivery's record (one strongly consistent GetItem, or
+        its share of the batch's BatchGetItem when that read is still fresh). A
         task the attempt log has no record of, and that is not a replay, also asks whether
         ingest's first attempt succeeded: the event's claim, then its batch's page (two more
         reads). Only such tasks pay them: a management re-fan-out, and the tasks ingest
@@ -240,7 +286,7 @@ class Deliverer:
         disabled). A failed first attempt's task has its record, written by ingest.
         """
         try:
-            task = DeliveryTask.from_json(message.body)
+            task = task if task is not None else DeliveryTask.from_json(message.body)
         except InvalidDeliveryTaskError as error:
             # Here, not at import: only a message that is not a task (or a delivery's last
             # failed attempt, `settle`) is parked.
@@ -253,11 +299,14 @@ class Deliverer:
             )
             return DeliveryOutcome(DeliveryResult.PARKED)
 
-        existing = self._log.find(task.delivery_id)
+        if known is not None and known.fresh(self._monotonic()):
+            existing = known.records.get(task.delivery_id)
+        else:
+            existing = self._log.find(task.delivery_id)
         if existing is not None and _already_delivered(existing, task, message):
             _log.info("delivery already succeeded; not sending it again", extra=task_fields(task))
             return DeliveryOutcome(DeliveryResult.DUPLICATE, task.delivery_id)
-        if existing is None and not task.replay and self._first_attempt_succeeded(task):
+        if existing is None and not task.replay and self._first_attempt_succeeded(task, known):
             # No record: its success is an entry of a page (ingest's first attempt), and a
             # re-fan-out of the event must not POST it again (docs/delivery.md).
             _log.info(
@@ -326,10 +375,13 @@ class Deliverer:
             self._cache.forget(task.subscription_id)
         return outcome
 
-    def _first_attempt_succeeded(self, task: DeliveryTask) -> bool:
+    def _first_attempt_succeeded(self, task: DeliveryTask, known: _BatchRecords | None) -> bool:
         if self._first_attempts is None:
             return False
-        return self._first_attempts.find(task.event_id, task.subscription_id) is not None
+        key = (task.event_id, task.subscription_id)
+        if known is not None and known.successes is not None and known.fresh(self._monotonic()):
+            return key in known.successes
+        return self._first_attempts.find(*key) is not None
 
     def _subscription(self, subscription_id: str) -> Subscription | None:
         cached = self._cache.get(subscription_id)
@@ -452,13 +504,39 @@ class _Hides:
             ]
 
 
-def _fair_share_keys(message: DeliveryMessage) -> tuple[str, str]:
-    """The tenant and the endpoint (subscription) a record's POST counts against."""
+class _BatchRecords:
+    """A batch's delivery records, and the first-attempt successes of its tasks without one,
+    read together when the batch began (`Deliverer._read_records`).
+
+    The duplicate check must see a success another copy of the task recorded before this one
+    POSTs. A task that starts within `_BATCH_READ_FRESH_SECONDS` of the read takes its record
+    from it, as it would from a read of its own made as late; one held longer (behind the
+    per-endpoint and per-tenant caps, or a slow POST of the batch) reads its record again."""
+
+    __slots__ = ("read_at", "records", "successes")
+
+    def __init__(
+        self,
+        records: dict[str, DeliveryRecord],
+        successes: dict[tuple[str, str], DeliveryRecord] | None,
+        read_at: float,
+    ) -> None:
+        self.records = records
+        # Ingest's first-attempt successes of the tasks without a record, by (event,
+        # subscription); None when that read failed.
+        self.successes = successes
+        self.read_at = read_at
+
+    def fresh(self, now: float) -> bool:
+        return now - self.read_at <= _BATCH_READ_FRESH_SECONDS
+
+
+def _task_of(message: DeliveryMessage) -> DeliveryTask | None:
+    """The message's task; None for a message that is not one (`deliver_task` parks it)."""
     try:
-        task = DeliveryTask.from_json(message.body)
+        return DeliveryTask.from_json(message.body)
     except InvalidDeliveryTaskError:
-        return "", ""  # parked without a POST
-    return task.tenant_id, task.subscription_id
+        return None
 
 
 def _already_delivered(

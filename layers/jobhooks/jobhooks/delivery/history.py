@@ -84,10 +84,22 @@ class ClaimReader(Protocol):
     def get(self, event_id: str) -> ClaimedEvent | None: ...
 
 
+class ClaimsReader(ClaimReader, Protocol):
+    """Reads several claims at once too (the deliver function's batch)."""
+
+    def get_many(self, event_ids: Iterable[str]) -> dict[str, ClaimedEvent]: ...
+
+
 class PageReader(Protocol):
     """Reads one first-attempt page (`FirstAttemptLog` implements it)."""
 
     def get(self, subscription_id: str, batch_id: str) -> StoredPage | None: ...
+
+
+class PagesReader(PageReader, Protocol):
+    """Reads several pages at once too (the deliver function's batch)."""
+
+    def get_many(self, pages: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StoredPage]: ...
 
 
 class DeliveryHistory:
@@ -359,7 +371,7 @@ class FirstAttemptSuccesses:
     """The deliver function's view of the pages (`ports.FirstAttemptRecords`): whether ingest's
     first attempt of a delivery succeeded, for a task the attempt log has no record of."""
 
-    def __init__(self, claims: ClaimReader, first_attempts: PageReader) -> None:
+    def __init__(self, claims: ClaimsReader, first_attempts: PagesReader) -> None:
         self._claims = claims
         self._pages = first_attempts
 
@@ -367,6 +379,27 @@ class FirstAttemptSuccesses:
         return first_attempt_success(
             event_id, subscription_id, claims=self._claims, pages=self._pages
         )
+
+    def find_many(
+        self, deliveries: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], DeliveryRecord]:
+        """`find` for several (event, subscription) deliveries in two reads, whatever their
+        number: the events' claims (one BatchGetItem), then the pages they name (another)."""
+        wanted = sorted(set(deliveries))
+        claims = self._claims.get_many(event_id for event_id, _ in wanted)
+        page_of: dict[tuple[str, str], tuple[str, str]] = {}
+        for event_id, subscription_id in wanted:
+            claim = claims.get(event_id)
+            if claim is not None and claim.batch_id and batch_time(claim.batch_id) is not None:
+                page_of[(event_id, subscription_id)] = (subscription_id, claim.batch_id)
+        pages = self._pages.get_many(page_of.values()) if page_of else {}
+        found: dict[tuple[str, str], DeliveryRecord] = {}
+        for (event_id, subscription_id), key in page_of.items():
+            stored = pages.get(key)
+            success = stored.page.find(event_id) if stored is not None else None
+            if stored is not None and success is not None:
+                found[(event_id, subscription_id)] = stored.record(success)
+        return found
 
 
 def whole_delivery(

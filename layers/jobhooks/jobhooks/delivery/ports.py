@@ -9,7 +9,7 @@ implement them; tests may pass in-memory fakes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -32,6 +32,9 @@ class DeliveryLog(Protocol):
 
     def find(self, delivery_id: str) -> DeliveryRecord | None: ...
 
+    def find_many(self, delivery_ids: Iterable[str]) -> dict[str, DeliveryRecord]:
+        """`find` for several: the recorded ones, by id."""
+
     def record_attempt(
         self,
         task: DeliveryTask,
@@ -51,6 +54,11 @@ class FirstAttemptRecords(Protocol):
 
     def find(self, event_id: str, subscription_id: str) -> DeliveryRecord | None:
         """The delivery's first attempt, made by ingest, if it succeeded and is kept."""
+
+    def find_many(
+        self, deliveries: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], DeliveryRecord]:
+        """`find` for several (event, subscription) deliveries: the successes, by that pair."""
 
 
 class SubscriptionDirectory(Protocol):

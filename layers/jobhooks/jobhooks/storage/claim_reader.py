@@ -29,6 +29,12 @@ DONE_STATE: Final = "done"
 MAX_BATCH_GET_KEYS: Final = 100
 BATCH_GET_ROUNDS: Final = 6
 BATCH_GET_BACKOFF_SECONDS: Final = 0.05
+# What a delivery needs of a claim (`ClaimedEvent`), and nothing of its payload.
+_CLAIM_PROJECTION: Final = {
+    "ProjectionExpression": "event_id, tenant_id, batch_id, subscription_ids, matched, "
+    "expires_at, #state",
+    "ExpressionAttributeNames": {"#state": "state"},  # a DynamoDB reserved word
+}
 
 
 def batch_key(batch_id: str) -> str:
@@ -63,13 +69,26 @@ class ClaimReader:
             TableName=self.table_name,
             Key={"event_id": {"S": event_id}},
             ConsistentRead=True,
-            ProjectionExpression="event_id, tenant_id, batch_id, subscription_ids, matched, "
-            "expires_at, #state",
-            ExpressionAttributeNames={"#state": "state"},  # a DynamoDB reserved word
+            **_CLAIM_PROJECTION,
         )
         item = response.get("Item")
-        if item is None:
-            return None
+        return self._claimed(item) if item is not None else None
+
+    def get_many(self, event_ids: Iterable[str]) -> dict[str, ClaimedEvent]:
+        """`get` for several events (strongly consistent BatchGetItem, 100 keys a call): the
+        kept claims, by event id. The deliver function's batch reads its tasks' claims so."""
+        unique = sorted({e for e in event_ids if not is_batch_key(e)})
+        found: dict[str, ClaimedEvent] = {}
+        for start in range(0, len(unique), MAX_BATCH_GET_KEYS):
+            chunk = unique[start : start + MAX_BATCH_GET_KEYS]
+            request = {"ConsistentRead": True, **_CLAIM_PROJECTION}
+            for item in self._batch_get(chunk, request):
+                claimed = self._claimed(item)
+                if claimed is not None:
+                    found[claimed.event_id] = claimed
+        return found
+
+    def _claimed(self, item: dict[str, Any]) -> ClaimedEvent | None:
         expires = item.get("expires_at", {}).get("N")
         if expires is None or from_epoch_seconds(int(expires)) <= self._clock():
             return None
@@ -90,32 +109,31 @@ class ClaimReader:
         unique = sorted({e for e in event_ids if not is_batch_key(e)})
         found: dict[str, str] = {}
         for start in range(0, len(unique), MAX_BATCH_GET_KEYS):
-            keys: list[dict[str, Any]] = [
-                {"event_id": {"S": e}} for e in unique[start : start + MAX_BATCH_GET_KEYS]
-            ]
-            for round_ in range(BATCH_GET_ROUNDS):
-                if round_:
-                    self._sleep(BATCH_GET_BACKOFF_SECONDS * 2 ** (round_ - 1))
-                response = self._dynamodb.batch_get_item(
-                    RequestItems={
-                        self.table_name: {
-                            "Keys": keys,
-                            "ProjectionExpression": "event_id, payload, expires_at",
-                        }
-                    }
-                )
-                for item in response.get("Responses", {}).get(self.table_name, []):
-                    expires = item.get("expires_at", {}).get("N")
-                    payload = payload_of(item)
-                    if expires and from_epoch_seconds(int(expires)) > self._clock() and payload:
-                        found[item["event_id"]["S"]] = payload
-                unprocessed = response.get("UnprocessedKeys", {}).get(self.table_name, {})
-                keys = unprocessed.get("Keys", [])
-                if not keys:
-                    break
-            else:
-                raise ClaimsBusyError()
+            chunk = unique[start : start + MAX_BATCH_GET_KEYS]
+            request = {"ProjectionExpression": "event_id, payload, expires_at"}
+            for item in self._batch_get(chunk, request):
+                expires = item.get("expires_at", {}).get("N")
+                payload = payload_of(item)
+                if expires and from_epoch_seconds(int(expires)) > self._clock() and payload:
+                    found[item["event_id"]["S"]] = payload
         return found
+
+    def _batch_get(self, event_ids: list[str], request: dict[str, Any]) -> list[dict[str, Any]]:
+        """The claim items of `event_ids` that exist, in no order; keys left unprocessed are
+        asked again, backing off, before `ClaimsBusyError`."""
+        items: list[dict[str, Any]] = []
+        keys: list[dict[str, Any]] = [{"event_id": {"S": e}} for e in event_ids]
+        for round_ in range(BATCH_GET_ROUNDS):
+            if round_:
+                self._sleep(BATCH_GET_BACKOFF_SECONDS * 2 ** (round_ - 1))
+            response = self._dynamodb.batch_get_item(
+                RequestItems={self.table_name: {"Keys": keys, **request}}
+            )
+            items.extend(response.get("Responses", {}).get(self.table_name, []))
+            keys = response.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", [])
+            if not keys:
+                return items
+        raise ClaimsBusyError()
 
 
 def payload_of(item: dict[str, Any]) -> str | None:
