@@ -21,9 +21,10 @@ milliseconds). A restore puts back every service's state as the snapshot found i
 data: a queue attribute changed, a table deleted, a key rotated or a resource added by the last
 test is undone too, and services the snapshot did not use are reset as moto's own reset does.
 
-Two of moto's costs per request are cut, as every function's calls (and every test's) queue at
-this one server: the dispatcher finds each host's backend once (`BackendsByHost`), and no
-request line is formatted for a log that goes nowhere.
+Three of moto's costs per request are cut, as every function's calls (and every test's) queue at
+this one server: the dispatcher finds each host's backend once (`BackendsByHost`), no request
+line is formatted for a log that goes nowhere, and a DynamoDB item answer moto's serializer
+would leave as it is is written as it is (`PlainAnswers`).
 
 Run as `python -m jobhooks_tools.local.moto_main -H HOST -p PORT` (moto_server's arguments).
 """
@@ -34,6 +35,7 @@ import copy
 import copyreg
 import functools
 import json
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -253,8 +255,9 @@ class BackendsByHost:
             return backend
 
 
-def serve_snapshots() -> None:
-    """Make moto's server (moto.server.main) answer the snapshot and restore requests."""
+def serve_snapshots(plain_answers: PlainAnswers | None = None) -> None:
+    """Make moto's server (moto.server.main) answer the snapshot and restore requests (and the
+    plain answers' report, when they are checked)."""
     import moto.server
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 
@@ -264,11 +267,134 @@ def serve_snapshots() -> None:
     class WithSnapshots(BackendsByHost, DomainDispatcherApplication):  # type: ignore[misc]
         def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
             answer = answer_snapshot_request(environ, start_response, snapshots)
+            if answer is None and plain_answers is not None:
+                answer = plain_answers.answer(environ, start_response)
             if answer is not None:
                 return answer
             return super().__call__(environ, start_response)
 
     moto.server.DomainDispatcherApplication = WithSnapshots  # type: ignore[attr-defined,misc]
+
+
+# ------------------------------------------------------------------------------ plain answers
+
+# DynamoDB's item operations: their answers hold items (AttributeValues), counts and capacity.
+PLAIN_OPERATIONS = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "BatchWriteItem",
+    }
+)
+PLAIN_ANSWERS_PATH = "/moto-api/jobhooks/plain-answers"
+# Set (to anything) in the server's environment: every plain answer is also made by moto's
+# serializer and the two compared (`PlainAnswers`), for the test that holds them equal.
+CHECK_PLAIN_ANSWERS = "JOBHOOKS_MOTO_CHECK_PLAIN_ANSWERS"
+
+
+def is_plain(value: Any) -> bool:
+    """JSON that moto's serializer would write as it is: objects, arrays, strings, numbers and
+    booleans. A null (a member the serializer leaves out), bytes (a blob it base64-encodes) or
+    anything else (a timestamp) is not."""
+    if isinstance(value, str | bool | int | float):
+        return True
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and is_plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(is_plain(item) for item in value)
+    return False
+
+
+class PlainAnswers:
+    """DynamoDB's item answers written with `json.dumps` instead of moto's serializer.
+
+    moto writes every answer by walking the operation's output shape with a value picker per
+    member (about a quarter of the server's CPU for a `GetItem` or a `PutItem`). An item
+    operation's result is already the JSON the shape describes, so when it holds nothing the
+    serializer would change (`is_plain`), it is written as it is; anything else, and every
+    error, goes to moto's serializer. With `CHECK_PLAIN_ANSWERS` set, each plain answer is
+    compared with the serializer's (the same headers, the same JSON once parsed), and the
+    checked count and the differences are answered at `PLAIN_ANSWERS_PATH`."""
+
+    def __init__(self, *, check: bool = False) -> None:
+        self.check = check
+        self._members: dict[str, frozenset[str]] = {}
+        self.checked = 0
+        self.differences: list[dict[str, Any]] = []
+
+    def install(self) -> None:
+        from moto import settings
+        from moto.core.responses import BaseResponse
+        from moto.core.utils import get_service_model
+        from moto.dynamodb.responses import DynamoHandler
+
+        if getattr(DynamoHandler.serialized, "_jobhooks_plain", False):
+            return
+        serialized = BaseResponse.serialized
+        answers = self
+
+        def plainly(handler: Any, action_result: Any) -> Any:
+            result = action_result.result
+            if (
+                handler._get_action() not in PLAIN_OPERATIONS
+                or settings.PRETTIFY_RESPONSES
+                or not isinstance(result, dict)
+                or not is_plain(result)
+            ):
+                return serialized(handler, action_result)
+            service_model = get_service_model(handler.boto3_service_name)
+            if handler.determine_response_protocol(service_model) != "json":
+                return serialized(handler, action_result)
+            version = service_model.metadata.get("jsonVersion", "1.0")
+            headers: dict[str, Any] = {"Content-Type": f"application/x-amz-json-{version}"}
+            headers.update(handler.response_headers)
+            headers["status"] = 200
+            # moto's results carry a few members the output shape lacks (`ConsumedCapacityUnits`
+            # of an old API version): the serializer writes only the shape's.
+            members = answers.members(service_model, handler._get_action())
+            body = json.dumps({k: v for k, v in result.items() if k in members})
+            answer = 200, headers, body
+            if answers.check:
+                answers.compare(handler._get_action(), answer, serialized(handler, action_result))
+            return answer
+
+        plainly._jobhooks_plain = True  # type: ignore[attr-defined]
+        DynamoHandler.serialized = plainly  # type: ignore[method-assign,assignment]
+
+    def members(self, service_model: Any, operation: str) -> frozenset[str]:
+        """The names of the operation's output members (read from the model once)."""
+        known = self._members.get(operation)
+        if known is None:
+            shape = service_model.operation_model(operation).output_shape
+            known = frozenset(shape.members) if shape is not None else frozenset()
+            self._members[operation] = known
+        return known
+
+    def compare(self, operation: str, plain: Any, moto: Any) -> None:
+        (plain_status, plain_headers, plain_body) = plain
+        (moto_status, moto_headers, moto_body) = moto
+        self.checked += 1
+        same = (
+            plain_status == moto_status
+            and plain_headers == moto_headers
+            and json.loads(plain_body) == json.loads(moto_body)
+        )
+        if not same and len(self.differences) < 20:
+            self.differences.append(
+                {"operation": operation, "plain": [plain_status, plain_headers, plain_body],
+                 "moto": [moto_status, moto_headers, moto_body]}
+            )  # fmt: skip
+
+    def answer(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("PATH_INFO") != PLAIN_ANSWERS_PATH:
+            return None
+        report = {"checked": self.checked, "differences": self.differences}
+        return _json(start_response, "200 OK", report)
 
 
 # ------------------------------------------------------------------------------ request log
@@ -292,7 +418,9 @@ def main() -> int:
 
     serialize_dynamodb()
     serialize_sqs_queue_writes()
-    serve_snapshots()
+    plain_answers = PlainAnswers(check=bool(os.environ.get(CHECK_PLAIN_ANSWERS)))
+    plain_answers.install()
+    serve_snapshots(plain_answers)
     no_request_log()
     moto_main(sys.argv[1:])
     return 0
