@@ -31,6 +31,7 @@ Run as `python -m jobhooks_tools.local.moto_main -H HOST -p PORT` (moto_server's
 
 from __future__ import annotations
 
+import base64
 import copy
 import copyreg
 import functools
@@ -299,15 +300,22 @@ CHECK_PLAIN_ANSWERS = "JOBHOOKS_MOTO_CHECK_PLAIN_ANSWERS"
 
 def is_plain(value: Any) -> bool:
     """JSON that moto's serializer would write as it is: objects, arrays, strings, numbers and
-    booleans. A null (a member the serializer leaves out), bytes (a blob it base64-encodes) or
-    anything else (a timestamp) is not."""
-    if isinstance(value, str | bool | int | float):
+    booleans, and bytes (a blob: `_blob` encodes it as the serializer does). A null (a member
+    the serializer leaves out) or anything else (a timestamp) is not."""
+    if isinstance(value, str | bool | int | float | bytes):
         return True
     if isinstance(value, dict):
         return all(isinstance(k, str) and is_plain(v) for k, v in value.items())
     if isinstance(value, list):
         return all(is_plain(item) for item in value)
     return False
+
+
+def _blob(value: Any) -> str:
+    """A blob as moto's serializer writes it (`_serialize_type_blob`): base64, padded."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not plain JSON")
 
 
 class PlainAnswers:
@@ -357,7 +365,7 @@ class PlainAnswers:
             # moto's results carry a few members the output shape lacks (`ConsumedCapacityUnits`
             # of an old API version): the serializer writes only the shape's.
             members = answers.members(service_model, handler._get_action())
-            body = json.dumps({k: v for k, v in result.items() if k in members})
+            body = json.dumps({k: v for k, v in result.items() if k in members}, default=_blob)
             answer = 200, headers, body
             if answers.check:
                 answers.compare(handler._get_action(), answer, serialized(handler, action_result))
