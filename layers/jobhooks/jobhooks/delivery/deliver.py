@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from jobhooks.delivery.attempt import attempt_delivery, post_signed
 from jobhooks.delivery.batch import DeliveryMessage, SentWebhook
@@ -60,15 +60,6 @@ from jobhooks.delivery.model import (
     failure_class_of,
     result_label,
 )
-from jobhooks.delivery.ports import (
-    DeadLetters,
-    DeliveryLog,
-    DeliveryMetrics,
-    FirstAttemptRecords,
-    QueueMessages,
-    SubscriptionDirectory,
-    WebhookPoster,
-)
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule, UniformRandom
 from jobhooks.delivery.settle import Settlement, SettlementObserver, task_fields
 from jobhooks.delivery.subscription_cache import CacheKeepingSubscriptions, SubscriptionCache
@@ -76,6 +67,17 @@ from jobhooks.delivery_task import DeliveryTask, InvalidDeliveryTaskError
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.exceptions import SubscriptionNotFoundError
 from jobhooks.subscriptions.model import Subscription
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.ports import (
+        DeadLetters,
+        DeliveryLog,
+        DeliveryMetrics,
+        FirstAttemptRecords,
+        QueueMessages,
+        SubscriptionDirectory,
+        WebhookPoster,
+    )
 
 _log = logging.getLogger(__name__)
 

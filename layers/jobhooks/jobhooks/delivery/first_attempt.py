@@ -55,7 +55,7 @@ from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from jobhooks.delivery.attempt import post_signed, signing_secrets_for, unsigned_attempt
 from jobhooks.delivery.circuit_breaker import CircuitBreaker
@@ -69,12 +69,14 @@ from jobhooks.delivery.model import (
     failure_class_of,
     result_label,
 )
-from jobhooks.delivery.ports import SubscriptionDirectory, WebhookPoster
 from jobhooks.delivery.settle import Settlement, task_fields
 from jobhooks.delivery_task import MAX_DELAY_SECONDS, DeliveryTask
 from jobhooks.queued_task import DelayedTask, QueuedTask
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.ports import SubscriptionDirectory, WebhookPoster
 
 _log = logging.getLogger(__name__)
 

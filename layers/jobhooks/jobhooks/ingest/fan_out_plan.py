@@ -8,14 +8,17 @@ event is needed (docs/cost.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.outcome import Outcome, to_webhook, webhook_json
 from jobhooks.ingest.fan_out import delivery_tasks_for
 from jobhooks.ingest.model import FanOutPlan
-from jobhooks.ingest.ports import SubscriptionMatcher
 from jobhooks.subscriptions.model import Subscription
+
+if TYPE_CHECKING:
+    from jobhooks.ingest.ports import SubscriptionMatcher
 
 
 @dataclass(frozen=True, slots=True)

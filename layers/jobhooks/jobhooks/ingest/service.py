@@ -66,16 +66,6 @@ from jobhooks.ingest.model import (
     IngestOutcome,
     IngestResult,
 )
-from jobhooks.ingest.ports import (
-    BusyRecordRetry,
-    DeliveryTasks,
-    EventClaims,
-    FirstAttempts,
-    OutcomeRecorder,
-    Quarantine,
-    Spill,
-    SubscriptionMatcher,
-)
 from jobhooks.ingest.reading import read_message
 from jobhooks.ingest.refan_out import refan_out
 from jobhooks.ingest.telemetry import IngestTelemetry
@@ -85,6 +75,16 @@ from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
 
 if TYPE_CHECKING:
+    from jobhooks.ingest.ports import (
+        BusyRecordRetry,
+        DeliveryTasks,
+        EventClaims,
+        FirstAttempts,
+        OutcomeRecorder,
+        Quarantine,
+        Spill,
+        SubscriptionMatcher,
+    )
     from jobhooks.ingest.reads import FanOutResult
 
 DEFAULT_MAX_LEASE_MS: Final = 120_000

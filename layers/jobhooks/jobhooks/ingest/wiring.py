@@ -25,7 +25,6 @@ from jobhooks.ingest.fetcher_keys import (
     SecretKeys,
     StaticKeys,
 )
-from jobhooks.ingest.ports import FirstAttempts
 from jobhooks.ingest.quarantine import QuarantineStore
 from jobhooks.ingest.service import IngestService
 from jobhooks.ingest.settings import IngestSettings
@@ -37,6 +36,7 @@ from jobhooks.subscriptions.store import SubscriptionStore
 
 if TYPE_CHECKING:
     from jobhooks.delivery.first_attempt import FirstAttemptStage
+    from jobhooks.ingest.ports import FirstAttempts
 
 
 def build_ingest_service(
