@@ -71,12 +71,12 @@ from jobhooks.delivery.model import (
 )
 from jobhooks.delivery.settle import Settlement, task_fields
 from jobhooks.delivery_task import MAX_DELAY_SECONDS, DeliveryTask
-from jobhooks.queued_task import DelayedTask, QueuedTask
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
 
 if TYPE_CHECKING:
     from jobhooks.delivery.ports import SubscriptionDirectory, WebhookPoster
+    from jobhooks.queued_task import QueuedTask
 
 _log = logging.getLogger(__name__)
 
@@ -342,6 +342,10 @@ class _FirstAttemptOf:
         )
 
     def retry_later(self, task: DeliveryTask, delay_seconds: int) -> int:
+        # Only a failed first attempt is retried from here: the ingest function's cold start
+        # does not define the delayed task, most batches never build one.
+        from jobhooks.queued_task import DelayedTask
+
         # SendMessageBatch's DelaySeconds is at most 15 minutes; a longer delay is cut to it.
         delay = min(delay_seconds, MAX_DELAY_SECONDS)
         # Attempt 1 is made: the deliver function's first receive is attempt 2.

@@ -13,14 +13,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
 from jobhooks.delivery_task import DeliveryTask, delivery_task_for
 from jobhooks.ingest.exceptions import AwsServiceError, DeliveryEnqueueError
-from jobhooks.queued_task import DelayedTask, QueuedTask
 from jobhooks.subscriptions.model import Subscription
+
+if TYPE_CHECKING:
+    # A delayed task is a failed first attempt's retry: the module loads with the first one.
+    from jobhooks.queued_task import QueuedTask
 
 
 def job_name_of(payload: str) -> str | None:
@@ -159,9 +162,9 @@ _Entry = tuple[str, str, int]
 
 
 def _entry(event_id: str, queued: QueuedTask) -> _Entry:
-    if isinstance(queued, DelayedTask):
-        return event_id, queued.task.to_json(), queued.delay_seconds
-    return event_id, queued.to_json(), 0
+    if isinstance(queued, DeliveryTask):
+        return event_id, queued.to_json(), 0
+    return event_id, queued.task.to_json(), queued.delay_seconds
 
 
 def _chunks(entries: Sequence[_Entry]) -> Iterator[list[_Entry]]:

@@ -70,7 +70,6 @@ from jobhooks.ingest.reading import read_message
 from jobhooks.ingest.refan_out import refan_out
 from jobhooks.ingest.telemetry import IngestTelemetry
 from jobhooks.ingest.writes_after_webhooks import record_outcomes, spill_pages
-from jobhooks.queued_task import QueuedTask
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
 
@@ -86,6 +85,7 @@ if TYPE_CHECKING:
         SubscriptionMatcher,
     )
     from jobhooks.ingest.reads import FanOutResult
+    from jobhooks.queued_task import QueuedTask
 
 DEFAULT_MAX_LEASE_MS: Final = 120_000
 
