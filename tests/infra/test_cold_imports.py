@@ -188,7 +188,8 @@ EVENT_FUNCTION_LEAVES = (
 # task is a failed first attempt's retry. Ingest reads its own settings, not the deliver
 # function's (`delivery.settings`) nor the analytics queries' (`analytics.query_settings`); it
 # writes analytics rows without the column catalogue, and is given derived Fetcher keys (no
-# HKDF: cryptography's hashes and KDFs are `jobhooks keys derive`'s).
+# HKDF: cryptography's hashes and KDFs are `jobhooks keys derive`'s). Re-fan-outs are the
+# management API's.
 INGEST_LEAVES = (
     "jobhooks.delivery.parking",
     "jobhooks.delivery.batch",
@@ -201,6 +202,7 @@ INGEST_LEAVES = (
     "jobhooks.analytics.columns",
     "cryptography.hazmat.primitives.hashes",
     "cryptography.hazmat.primitives.kdf",
+    "jobhooks.ingest.refan_out",
 )
 # The deliver function reads tasks and enqueues none: a delayed task is ingest's. Neither event
 # function reads a delivery id back (the management API's history does, `parse_delivery_id`):
