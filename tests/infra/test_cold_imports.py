@@ -167,7 +167,8 @@ def test_the_api_loads_nothing_of_the_portal() -> None:
 # classes only the management API's operations build: quarantined messages (a rejected message),
 # event and delivery pages, re-fan-out results, a subscription page or issued secret, a test
 # send's webhook. The ports are Protocols for the type checker: no execution uses them. The
-# settings take a parsed retry schedule, so pydantic builds no dataclass validator for it.
+# settings take a parsed retry schedule, so pydantic builds no dataclass validator for it, and
+# Powertools' LambdaContext is an annotation (Lambda passes its own context).
 EVENT_FUNCTION_LEAVES = (
     "jobhooks.notifications.wiring",
     "jobhooks.notifications.notifier",
@@ -182,6 +183,7 @@ EVENT_FUNCTION_LEAVES = (
     "jobhooks.ingest.ports",
     "jobhooks.delivery.ports",
     "pydantic.dataclasses",
+    "aws_lambda_powertools.utilities.typing",
 )
 # Ingest's first attempts settle through the delivery package, but park nothing (a delivery's
 # first attempt is hardly ever its last) and read no record of the delivery queue. It writes
