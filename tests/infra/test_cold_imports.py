@@ -226,6 +226,12 @@ def test_ingest_leaves_parking_and_the_deliver_functions_records_to_deliver() ->
     assert loaded(modules_after_import("ingest"), INGEST_LEAVES) == []
 
 
+def test_ingest_loads_the_cipher_of_the_secrets_its_first_attempts_open() -> None:
+    # Not HKDF (above), but AES-GCM: every batch with a subscriber opens signing secrets with
+    # it, so it is the cold start's to load, not the first batch's.
+    assert "cryptography.hazmat.primitives.ciphers.aead" in modules_after_import("ingest")
+
+
 def test_deliver_leaves_the_queued_task_to_ingest_reads_no_delivery_id_and_parks_later() -> None:
     assert loaded(modules_after_import("deliver"), DELIVER_LEAVES) == []
 
