@@ -8,14 +8,17 @@ partial batch response: records to retry later are reported, everything else is 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from jobhooks.delivery.metrics import PowertoolsDeliveryMetrics
 from jobhooks.delivery.settings import DeliverSettings
 from jobhooks.delivery.wiring import build_deliverer
+
+if TYPE_CHECKING:
+    # The handler's annotation only: Lambda passes its own context object.
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "jobhooks"))

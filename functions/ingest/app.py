@@ -10,14 +10,17 @@ keys).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from jobhooks.ingest.batch import ingest_batch
 from jobhooks.ingest.telemetry import PowertoolsTelemetry
 from jobhooks.ingest.wiring import ingest_service
+
+if TYPE_CHECKING:
+    # The handler's annotation only: Lambda passes its own context object.
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 logger = Logger()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "jobhooks"))

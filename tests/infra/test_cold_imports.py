@@ -165,7 +165,10 @@ def test_the_api_loads_nothing_of_the_portal() -> None:
 # (built by the first notification: only an endpoint's change of state or an owed notification
 # sends one) and its models, the spill path (only a failed write after the webhooks), and the
 # classes only the management API's operations build: quarantined messages (a rejected message),
-# event and delivery pages, re-fan-out results, a subscription page or issued secret.
+# event and delivery pages, re-fan-out results, a subscription page or issued secret, a test
+# send's webhook. The ports are Protocols for the type checker: no execution uses them. The
+# settings take a parsed retry schedule, so pydantic builds no dataclass validator for it, and
+# Powertools' LambdaContext is an annotation (Lambda passes its own context).
 EVENT_FUNCTION_LEAVES = (
     "jobhooks.notifications.wiring",
     "jobhooks.notifications.notifier",
@@ -176,17 +179,34 @@ EVENT_FUNCTION_LEAVES = (
     "jobhooks.ingest.reads",
     "jobhooks.delivery.pages",
     "jobhooks.subscriptions.results",
+    "jobhooks.delivery.sent_webhook",
+    "jobhooks.ingest.ports",
+    "jobhooks.delivery.ports",
+    "pydantic.dataclasses",
+    "aws_lambda_powertools.utilities.typing",
 )
 # Ingest's first attempts settle through the delivery package, but park nothing (a delivery's
 # first attempt is hardly ever its last) and read no record of the delivery queue. It writes
 # first-attempt pages and claims but reads neither back: a page as read (`StoredPage`) and a
-# claim as read (`ClaimedEvent`) are the deliver function's and the management API's.
+# claim as read (`ClaimedEvent`) are the deliver function's and the management API's. A delayed
+# task is a failed first attempt's retry. Ingest reads its own settings, not the deliver
+# function's (`delivery.settings`) nor the analytics queries' (`analytics.query_settings`); it
+# writes analytics rows without the column catalogue, and is given derived Fetcher keys (no
+# HKDF: cryptography's hashes and KDFs are `jobhooks keys derive`'s). Re-fan-outs are the
+# management API's.
 INGEST_LEAVES = (
     "jobhooks.delivery.parking",
     "jobhooks.delivery.batch",
     "jobhooks.delivery.stored_page",
     "jobhooks.storage.claimed_event",
     "jobhooks.named_delivery",
+    "jobhooks.queued_task",
+    "jobhooks.delivery.settings",
+    "jobhooks.analytics.query_settings",
+    "jobhooks.analytics.columns",
+    "cryptography.hazmat.primitives.hashes",
+    "cryptography.hazmat.primitives.kdf",
+    "jobhooks.ingest.refan_out",
 )
 # The deliver function reads tasks and enqueues none: a delayed task is ingest's. Neither event
 # function reads a delivery id back (the management API's history does, `parse_delivery_id`):
@@ -204,6 +224,12 @@ def test_the_event_functions_leave_notifications_and_spills_to_the_executions_th
 
 def test_ingest_leaves_parking_and_the_deliver_functions_records_to_deliver() -> None:
     assert loaded(modules_after_import("ingest"), INGEST_LEAVES) == []
+
+
+def test_ingest_loads_the_cipher_of_the_secrets_its_first_attempts_open() -> None:
+    # Not HKDF (above), but AES-GCM: every batch with a subscriber opens signing secrets with
+    # it, so it is the cold start's to load, not the first batch's.
+    assert "cryptography.hazmat.primitives.ciphers.aead" in modules_after_import("ingest")
 
 
 def test_deliver_leaves_the_queued_task_to_ingest_reads_no_delivery_id_and_parks_later() -> None:
@@ -245,6 +271,10 @@ MOVED = (
     ("jobhooks.management.models", "GrantList", "jobhooks.management.operator_models"),
     ("jobhooks.management.models", "EventReplay", "jobhooks.management.operator_models"),
     ("jobhooks.delivery.network_policy", "MAX_URL_LENGTH", "jobhooks.delivery.limits"),
+    ("jobhooks.delivery.settings", "WebhookPostSettings", "jobhooks.delivery.post_settings"),
+    ("jobhooks.analytics.settings", "AnalyticsQuerySettings", "jobhooks.analytics.query_settings"),
+    ("jobhooks.delivery.batch", "SentWebhook", "jobhooks.delivery.sent_webhook"),
+    ("jobhooks.delivery.model", "SentWebhook", "jobhooks.delivery.sent_webhook"),
 )
 
 

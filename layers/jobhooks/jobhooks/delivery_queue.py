@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
+from jobhooks.delivery_task import DeliveryTask
 from jobhooks.exceptions import JobhooksError
-from jobhooks.queued_task import DelayedTask, QueuedTask
 from jobhooks.storage.exceptions import AwsServiceError
+
+if TYPE_CHECKING:
+    # A delayed task is a failed first attempt's retry: the module loads with the first one.
+    from jobhooks.queued_task import QueuedTask
 
 MAX_BATCH_ENTRIES: Final = 10
 # SQS takes at most 1 MiB per SendMessageBatch call (all entries together).
@@ -136,9 +140,9 @@ _Entry = tuple[str, str, int]
 
 
 def _entry(event_id: str, queued: QueuedTask) -> _Entry:
-    if isinstance(queued, DelayedTask):
-        return event_id, queued.task.to_json(), queued.delay_seconds
-    return event_id, queued.to_json(), 0
+    if isinstance(queued, DeliveryTask):
+        return event_id, queued.to_json(), 0
+    return event_id, queued.task.to_json(), queued.delay_seconds
 
 
 def _chunks(entries: Sequence[_Entry]) -> Iterator[list[_Entry]]:

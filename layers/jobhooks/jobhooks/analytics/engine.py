@@ -7,8 +7,8 @@ import functools
 from typing import Any
 
 from jobhooks.analytics.exceptions import AnalyticsNotConfiguredError
+from jobhooks.analytics.query_settings import AnalyticsQuerySettings
 from jobhooks.analytics.results import QueryEngine
-from jobhooks.analytics.settings import AnalyticsQuerySettings
 
 
 def build_query_engine(settings: AnalyticsQuerySettings, *, session: Any = None) -> QueryEngine:

@@ -14,9 +14,9 @@ The ingest function's model gains `AnalyticsSinkSettings`, the management API's 
   answers "still running" (the API function has 15 s, API Gateway 30 s).
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, field_validator
 
 from jobhooks.analytics.pseudonymize import (
     MIN_KEY_CHARS,
@@ -24,7 +24,19 @@ from jobhooks.analytics.pseudonymize import (
     SecretKeyPseudonymizer,
     StaticKeyPseudonymizer,
 )
+from jobhooks.moved_names import moved_name
 from jobhooks.settings import Settings
+
+if TYPE_CHECKING:
+    from jobhooks.analytics.query_settings import AnalyticsQuerySettings as AnalyticsQuerySettings
+
+# The query side's settings live in a module of their own, so that the ingest function's cold
+# start does not define them; still importable from here, loaded on first use.
+_MOVED: Final = {"AnalyticsQuerySettings": "jobhooks.analytics.query_settings"}
+
+
+def __getattr__(name: str) -> Any:
+    return moved_name(__name__, name, _MOVED)
 
 
 class AnalyticsSinkSettings(Settings):
@@ -54,17 +66,3 @@ class AnalyticsSinkSettings(Settings):
         if self.analytics_pseudonymization_key:
             return StaticKeyPseudonymizer(self.analytics_pseudonymization_key)
         return None
-
-
-class AnalyticsQuerySettings(Settings):
-    analytics_workgroup: str = ""
-    analytics_database: str = Field("", validate_default=True)
-    analytics_dir: str = ""
-    analytics_query_wait_seconds: float = Field(10, gt=0, le=25)
-
-    @field_validator("analytics_database")
-    @classmethod
-    def _database_with_workgroup(cls, value: str, info: ValidationInfo) -> str:
-        if info.data.get("analytics_workgroup") and not value:
-            raise ValueError("the Glue database is needed with JOBHOOKS_ANALYTICS_WORKGROUP")
-        return value

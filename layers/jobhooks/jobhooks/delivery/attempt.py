@@ -12,13 +12,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from jobhooks.delivery.model import DeliveryAttempt, FailureClass
-from jobhooks.delivery.ports import SubscriptionDirectory, WebhookPoster
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.subscriptions.exceptions import SubscriptionError
 from jobhooks.subscriptions.model import Subscription
 from jobhooks.webhook_signature import webhook_headers
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.ports import SubscriptionDirectory, WebhookPoster
 
 _log = logging.getLogger(__name__)
 

@@ -52,10 +52,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from jobhooks.delivery.attempt import post_signed, signing_secrets_for, unsigned_attempt
 from jobhooks.delivery.circuit_breaker import CircuitBreaker
@@ -69,12 +68,14 @@ from jobhooks.delivery.model import (
     failure_class_of,
     result_label,
 )
-from jobhooks.delivery.ports import SubscriptionDirectory, WebhookPoster
 from jobhooks.delivery.settle import Settlement, task_fields
 from jobhooks.delivery_task import MAX_DELAY_SECONDS, DeliveryTask
-from jobhooks.queued_task import DelayedTask, QueuedTask
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.ports import SubscriptionDirectory, WebhookPoster
+    from jobhooks.queued_task import QueuedTask
 
 _log = logging.getLogger(__name__)
 
@@ -113,27 +114,47 @@ class NotAttemptedReason(StrEnum):
 # -- what ingest hands over and gets back -------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# The records below are plain classes: `@dataclass` compiles its generated methods at import
+# (about 1 ms of the ingest function's cold start each on Python 3.12), and nothing compares,
+# hashes or prints these hand-overs between ingest and the stage; they use none but `__init__`.
+
+
 class EventDeliveries:
     """One claimed event's deliveries, each task with its subscription as matched."""
 
-    event_id: str
-    tenant_id: str
-    batch_id: str
-    """The claim's batch: the sort key of the pages its successes are written to."""
-    deliveries: tuple[tuple[DeliveryTask, Subscription], ...]
+    __slots__ = ("batch_id", "deliveries", "event_id", "tenant_id")
+
+    def __init__(
+        self,
+        event_id: str,
+        tenant_id: str,
+        batch_id: str,
+        deliveries: tuple[tuple[DeliveryTask, Subscription], ...],
+    ) -> None:
+        self.event_id = event_id
+        self.tenant_id = tenant_id
+        # The claim's batch: the sort key of the pages its successes are written to.
+        self.batch_id = batch_id
+        self.deliveries = deliveries
 
 
-@dataclass(frozen=True, slots=True)
 class FirstAttemptReport:
     """What the first attempts of a batch came to."""
 
-    to_enqueue: dict[str, list[QueuedTask]] = field(default_factory=dict)
-    """Per event whose outcomes are recorded: its tasks for the delivery queue (a failed one's
-    retry, hidden for its delay; the ones not attempted)."""
-    failed: dict[str, Exception] = field(default_factory=dict)
-    """Events whose outcomes could not be recorded: retried whole (same `webhook-id`)."""
-    outcomes: tuple[DeliveryOutcome, ...] = ()
+    __slots__ = ("failed", "outcomes", "to_enqueue")
+
+    def __init__(
+        self,
+        to_enqueue: dict[str, list[QueuedTask]] | None = None,
+        failed: dict[str, Exception] | None = None,
+        outcomes: tuple[DeliveryOutcome, ...] = (),
+    ) -> None:
+        # Per event whose outcomes are recorded: its tasks for the delivery queue (a failed
+        # one's retry, hidden for its delay; the ones not attempted).
+        self.to_enqueue: dict[str, list[QueuedTask]] = {} if to_enqueue is None else to_enqueue
+        # Events whose outcomes could not be recorded: retried whole (same `webhook-id`).
+        self.failed: dict[str, Exception] = {} if failed is None else failed
+        self.outcomes = outcomes
 
 
 class FirstAttemptPages(Protocol):
@@ -340,6 +361,10 @@ class _FirstAttemptOf:
         )
 
     def retry_later(self, task: DeliveryTask, delay_seconds: int) -> int:
+        # Only a failed first attempt is retried from here: the ingest function's cold start
+        # does not define the delayed task, most batches never build one.
+        from jobhooks.queued_task import DelayedTask
+
         # SendMessageBatch's DelaySeconds is at most 15 minutes; a longer delay is cut to it.
         delay = min(delay_seconds, MAX_DELAY_SECONDS)
         # Attempt 1 is made: the deliver function's first receive is attempt 2.
@@ -354,14 +379,24 @@ class _FirstAttemptOf:
 # -- the POST phase ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class Posted:
-    """One task after the phase: its attempt (and the receiver's Retry-After), or why none."""
+    """One task after the phase: its attempt (and the receiver's Retry-After), or why none.
 
-    task: DeliveryTask
-    attempt: DeliveryAttempt | None = None
-    retry_after: int | None = None
-    not_attempted: NotAttemptedReason | None = None
+    A plain class, as the hand-overs above: nothing compares, hashes or prints it."""
+
+    __slots__ = ("attempt", "not_attempted", "retry_after", "task")
+
+    def __init__(
+        self,
+        task: DeliveryTask,
+        attempt: DeliveryAttempt | None = None,
+        retry_after: int | None = None,
+        not_attempted: NotAttemptedReason | None = None,
+    ) -> None:
+        self.task = task
+        self.attempt = attempt
+        self.retry_after = retry_after
+        self.not_attempted = not_attempted
 
 
 class FirstAttemptDispatcher:

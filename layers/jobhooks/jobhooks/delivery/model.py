@@ -16,8 +16,8 @@ from jobhooks.moved_names import moved_name
 
 if TYPE_CHECKING:
     from jobhooks.delivery.batch import DeliveryMessage as DeliveryMessage
-    from jobhooks.delivery.batch import SentWebhook as SentWebhook
     from jobhooks.delivery.pages import DeliveryPage as DeliveryPage
+    from jobhooks.delivery.sent_webhook import SentWebhook as SentWebhook
 
 # The attempt log keeps this much of a response body: DynamoDB bills writes per started KiB of
 # the whole item, and a first-attempt success with a short excerpt stays a one-unit write; a
@@ -232,12 +232,12 @@ def _cut_utf8(text: str, limit: int) -> str:
 
 
 # Names that live in modules of their own, still importable from here: `pages` (the management
-# reads'), so that no delivery function's cold start defines it, and `batch` (the deliver
-# function's own), so that ingest's does not.
+# reads') and `sent_webhook` (the test send's), so that no delivery function's cold start defines
+# them, and `batch` (the deliver function's own), so that ingest's does not.
 _MOVED: Final = {
     "DeliveryPage": "jobhooks.delivery.pages",
     "DeliveryMessage": "jobhooks.delivery.batch",
-    "SentWebhook": "jobhooks.delivery.batch",
+    "SentWebhook": "jobhooks.delivery.sent_webhook",
 }
 
 

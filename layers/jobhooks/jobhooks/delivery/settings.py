@@ -1,42 +1,9 @@
 """The deliver function's configuration (docs/architecture.md, "Environment")."""
 
-from typing import Any
+from pydantic import Field
 
-from pydantic import ConfigDict, Field, field_validator
-
-from jobhooks.delivery.model import MAX_TOTAL_TIMEOUT_SECONDS
-from jobhooks.delivery.retry_schedule import (
-    DEFAULT_SCHEDULE,
-    InvalidRetryScheduleError,
-    RetrySchedule,
-)
+from jobhooks.delivery.post_settings import WebhookPostSettings as WebhookPostSettings
 from jobhooks.endpoint_health.settings import EndpointHealthSettings
-from jobhooks.settings import Settings
-
-
-class WebhookPostSettings(Settings):
-    """How webhooks are POSTed, retried and recorded: the deliver function's settings that
-    ingest shares for the first attempts it makes (`jobhooks.delivery.first_attempt`)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore", arbitrary_types_allowed=True)
-
-    retry_schedule: RetrySchedule = DEFAULT_SCHEDULE
-    attempt_log_days: int = Field(30, ge=1, le=365)
-    delivery_concurrency: int = Field(10, ge=1, le=100)
-    # Bounded by the HTTP client's own 15 s ceiling; lower only to shed slow receivers sooner
-    # (tests and `jobhooks dev` use a second or two).
-    delivery_timeout_seconds: float = Field(MAX_TOTAL_TIMEOUT_SECONDS, gt=0, le=15)
-    allow_private_webhooks: bool = False
-
-    @field_validator("retry_schedule", mode="before")
-    @classmethod
-    def _parse_schedule(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                return RetrySchedule.parse(value)
-            except InvalidRetryScheduleError as error:
-                raise ValueError(str(error)) from None
-        return value
 
 
 class DeliverSettings(WebhookPostSettings, EndpointHealthSettings):

@@ -38,7 +38,6 @@ from jobhooks.delivery.model import (
     failure_class_of,
     result_label,
 )
-from jobhooks.delivery.ports import DeadLetters, DeliveryLog, SubscriptionDirectory
 from jobhooks.delivery.retry_schedule import DEFAULT_SCHEDULE, RetrySchedule, UniformRandom
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.subscriptions.exceptions import SubscriptionNotFoundError
@@ -46,6 +45,7 @@ from jobhooks.subscriptions.model import Subscription
 
 if TYPE_CHECKING:
     from jobhooks.delivery.parking import ParkReason
+    from jobhooks.delivery.ports import DeadLetters, DeliveryLog, SubscriptionDirectory
 
 _log = logging.getLogger(__name__)
 

@@ -27,12 +27,14 @@ skipped one (the attempt log's condition).
 from __future__ import annotations
 
 import logging
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from jobhooks.delivery.model import DeliveryOutcome, DeliveryResult, DeliveryStatus
-from jobhooks.delivery.ports import DeliveryLog
 from jobhooks.delivery.settle import task_fields
 from jobhooks.delivery_task import DeliveryTask
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.ports import DeliveryLog
 
 SKIPPED_REASON: Final = "subscription_disabled"
 

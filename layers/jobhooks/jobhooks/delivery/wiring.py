@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from jobhooks.delivery.attempt_log import AttemptLog
 from jobhooks.delivery.deliver import Deliverer
 from jobhooks.delivery.first_attempts import FirstAttemptLog
 from jobhooks.delivery.history import FirstAttemptSuccesses
 from jobhooks.delivery.http_client import make_webhook_client
-from jobhooks.delivery.ports import DeliveryMetrics
 from jobhooks.delivery.queues import DeliveryDlq, DeliveryQueueMessages
 from jobhooks.delivery.settings import DeliverSettings
 from jobhooks.delivery.subscription_cache import (
@@ -28,6 +28,9 @@ from jobhooks.storage.claim_reader import ClaimReader
 from jobhooks.storage.clients import aws_client
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.store import SubscriptionStore
+
+if TYPE_CHECKING:
+    from jobhooks.delivery.ports import DeliveryMetrics
 
 
 def build_deliverer(

@@ -18,9 +18,6 @@ from _hashlib import HASH  # the type of hashlib.sha256(), for the prepared stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
 # The producer derives several keys from one master key; only this label signs job events.
 # (`fetcher-internal-hmac-v1` signs internal work messages and must never verify job events.)
 EXTERNAL_HMAC_INFO = b"fetcher-external-hmac-v1"
@@ -110,6 +107,11 @@ def decode_master_key(app_enc_key: str) -> bytes:
 
 def derive_key(app_enc_key: str, info: bytes = EXTERNAL_HMAC_INFO) -> bytes:
     """HKDF-SHA256 over the whole decoded master key, no salt, 32 bytes out."""
+    # Only `jobhooks keys derive` and the tests derive: the functions are given derived keys,
+    # so their cold start does not load cryptography's hashes and KDFs.
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     master = decode_master_key(app_enc_key)
     return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(master)
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
-
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from typing import TYPE_CHECKING, Any
 
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.service import IngestService
+
+if TYPE_CHECKING:
+    # An annotation only: Lambda passes its own context object.
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 _logger = logging.getLogger("jobhooks.ingest")
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from jobhooks.ingest.exceptions import EventNotFoundError
 from jobhooks.ingest.fan_out import delivery_tasks_for, job_name_of
-from jobhooks.ingest.ports import DeliveryTasks, EventClaims, SubscriptionMatcher
 
 if TYPE_CHECKING:
+    from jobhooks.ingest.ports import DeliveryTasks, EventClaims, SubscriptionMatcher
     from jobhooks.ingest.reads import FanOutResult
 
 

@@ -66,26 +66,25 @@ from jobhooks.ingest.model import (
     IngestOutcome,
     IngestResult,
 )
-from jobhooks.ingest.ports import (
-    BusyRecordRetry,
-    DeliveryTasks,
-    EventClaims,
-    FirstAttempts,
-    OutcomeRecorder,
-    Quarantine,
-    Spill,
-    SubscriptionMatcher,
-)
 from jobhooks.ingest.reading import read_message
-from jobhooks.ingest.refan_out import refan_out
 from jobhooks.ingest.telemetry import IngestTelemetry
 from jobhooks.ingest.writes_after_webhooks import record_outcomes, spill_pages
-from jobhooks.queued_task import QueuedTask
 from jobhooks.storage.times import utc_now
 from jobhooks.subscriptions.model import Subscription
 
 if TYPE_CHECKING:
+    from jobhooks.ingest.ports import (
+        BusyRecordRetry,
+        DeliveryTasks,
+        EventClaims,
+        FirstAttempts,
+        OutcomeRecorder,
+        Quarantine,
+        Spill,
+        SubscriptionMatcher,
+    )
     from jobhooks.ingest.reads import FanOutResult
+    from jobhooks.queued_task import QueuedTask
 
 DEFAULT_MAX_LEASE_MS: Final = 120_000
 
@@ -443,6 +442,9 @@ class IngestService:
     def refan_out(self, event_id: str, *, replay: bool = False) -> FanOutResult:
         """Enqueue the stored payload of a done event to its tenant's matching subscriptions
         now (`jobhooks.ingest.refan_out`)."""
+        # The management API's operation: the ingest function never re-fans out.
+        from jobhooks.ingest.refan_out import refan_out
+
         return refan_out(
             event_id,
             claims=self.claims,

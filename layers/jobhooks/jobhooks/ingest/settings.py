@@ -9,7 +9,7 @@ changes; the analytics sink's (`AnalyticsSinkSettings`) are in docs/analytics.md
 from pydantic import Field, ValidationInfo, field_validator
 
 from jobhooks.analytics.settings import AnalyticsSinkSettings
-from jobhooks.delivery.settings import WebhookPostSettings
+from jobhooks.delivery.post_settings import WebhookPostSettings
 from jobhooks.endpoint_health.settings import EndpointHealthSettings
 from jobhooks.inbound.cross_checks import parse_source_list
 from jobhooks.inbound.job_events import VerificationPolicy

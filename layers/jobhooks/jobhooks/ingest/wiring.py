@@ -25,7 +25,6 @@ from jobhooks.ingest.fetcher_keys import (
     SecretKeys,
     StaticKeys,
 )
-from jobhooks.ingest.ports import FirstAttempts
 from jobhooks.ingest.quarantine import QuarantineStore
 from jobhooks.ingest.service import IngestService
 from jobhooks.ingest.settings import IngestSettings
@@ -37,6 +36,7 @@ from jobhooks.subscriptions.store import SubscriptionStore
 
 if TYPE_CHECKING:
     from jobhooks.delivery.first_attempt import FirstAttemptStage
+    from jobhooks.ingest.ports import FirstAttempts
 
 
 def build_ingest_service(
@@ -130,6 +130,12 @@ def _first_attempts_when_needed(
     the stage when the first batch needs it: its HTTP client, urllib3 and the delivery modules
     are about a third of the function's import time (docs/performance.md)."""
     _check_first_attempt_settings(settings)
+    # Every first attempt opens its subscription's signing secrets with AES-GCM, which
+    # `subscriptions.secrets` imports on first use (for the management API, which seldom opens
+    # one): with first attempts on, a batch with a subscriber needs it, so the cold start loads
+    # it (cryptography's Rust core) rather than the first batch.
+    import cryptography.hazmat.primitives.ciphers.aead  # noqa: F401
+
     return functools.cache(
         functools.partial(
             build_first_attempts, settings, subscriptions, session=session, clock=clock

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from jobhooks.analytics.exceptions import AnalyticsError, PseudonymizationKeyError
 from jobhooks.delivery.first_attempts import FirstAttemptPage
 from jobhooks.inbound.outcome import Outcome
-from jobhooks.ingest.ports import OutcomeRecorder, Spill
 from jobhooks.ingest.telemetry import IngestTelemetry
 
 if TYPE_CHECKING:
     # Imported by the spill path itself (a failed write), not with every cold start.
+    from jobhooks.ingest.ports import OutcomeRecorder, Spill
     from jobhooks.spill.messages import SpilledPages, SpilledRows
 
 

@@ -28,21 +28,21 @@ CursorField = Callable[[str], bool]
 # The longest cursor any listing hands out is under 1 KB (a 684-character delivery id); the
 # API's query parameter allows 2,048 characters.
 MAX_CURSOR_CHARS: Final = 2048
-_STORED_TIME: Final = re.compile(
-    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})"
-)
-_BASE64URL: Final = re.compile(r"[A-Za-z0-9_-]*")
+# Patterns, not compiled ones: `re` compiles each for the first cursor decoded and keeps it in
+# its cache. The stores define their cursor fields at import, and the event functions, which
+# import the stores to write and to read by key, never decode a cursor.
+_STORED_TIME: Final = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})"
+_BASE64URL: Final = r"[A-Za-z0-9_-]*"
 
 
 def shaped(pattern: str) -> CursorField:
     """A field that matches `pattern` (the id pattern of the store's items) as a whole."""
-    compiled = re.compile(pattern)
-    return lambda text: compiled.fullmatch(text) is not None
+    return lambda text: re.fullmatch(pattern, text) is not None
 
 
 def stored_time(text: str) -> bool:
     """A time as `jobhooks.storage.times.format_time` writes it (RFC 3339)."""
-    if _STORED_TIME.fullmatch(text) is None:
+    if re.fullmatch(_STORED_TIME, text) is None:
         return False
     try:
         datetime.fromisoformat(text)
@@ -74,7 +74,7 @@ def decode_cursor(
 ) -> dict[str, str]:
     """The cursor's key fields; raises `InvalidCursorError` (naming `scope`) unless every field
     of `bound` has exactly its value and every field of `fields` is a string of its shape."""
-    if len(cursor) > MAX_CURSOR_CHARS or _BASE64URL.fullmatch(cursor) is None:
+    if len(cursor) > MAX_CURSOR_CHARS or re.fullmatch(_BASE64URL, cursor) is None:
         raise InvalidCursorError(scope)
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
