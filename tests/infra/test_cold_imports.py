@@ -203,7 +203,6 @@ INGEST_LEAVES = (
     "jobhooks.queued_task",
     "jobhooks.delivery.settings",
     "jobhooks.analytics.query_settings",
-    "jobhooks.analytics.columns",
     "cryptography.hazmat.primitives.hashes",
     "cryptography.hazmat.primitives.kdf",
     "jobhooks.ingest.refan_out",

@@ -13,10 +13,11 @@ timestamp.
 
 import json
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from jobhooks.analytics.columns import COLUMN_NAMES
 from jobhooks.analytics.pseudonymize import PSEUDONYMIZED_COLUMNS, Pseudonymizer
 from jobhooks.inbound.outcome import Outcome, format_timestamp
 from jobhooks.inbound.sanitize import ERROR_CATEGORIES
@@ -56,22 +57,15 @@ class AnalyticsRow(BaseModel):
         return value
 
     def to_record(self) -> dict[str, Any]:
-        """The row as JSON-ready data, in the table's column order (its fields' order)."""
+        """The row as JSON-ready data, in the table's column order (`columns.COLUMN_NAMES`)."""
         values = self.model_dump(mode="json")
         values["timestamp_utc"] = format_timestamp(self.timestamp_utc)
         values["unmeasured"] = list(self.unmeasured)
-        return {name: values[name] for name in _COLUMN_ORDER}
+        return {name: values[name] for name in COLUMN_NAMES}
 
     def to_json(self) -> str:
         """One compact JSON line (no newline)."""
         return json.dumps(self.to_record(), ensure_ascii=False, separators=(",", ":"))
-
-
-# The row's own field order, which a test holds to the column catalogue
-# (`jobhooks.analytics.columns.COLUMN_NAMES`): the ingest function writes a row per event and
-# has no use for the catalogue's column records (types, privacy classes, the DDL's), which cost
-# its cold start a millisecond to define.
-_COLUMN_ORDER: Final = tuple(AnalyticsRow.model_fields)
 
 
 def row_from_outcome(
