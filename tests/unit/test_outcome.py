@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from jobhooks.inbound.outcome import (
     MAX_METADATA_BYTES,
     Outcome,
     _surely_within_budget,
+    format_timestamp,
     to_webhook,
     webhook_body,
     webhook_payload,
@@ -335,3 +336,27 @@ def test_the_redaction_prefilters_never_skip_a_match(text: str) -> None:
     if len(unfiltered) > 512:
         unfiltered = unfiltered[:511] + "…"
     assert sanitize_error_message(text) == unfiltered
+
+
+@given(
+    moment=st.datetimes(),
+    offset_minutes=st.one_of(st.none(), st.integers(min_value=-1439, max_value=1439)),
+)
+def test_the_webhook_time_is_utc_milliseconds_truncated(
+    moment: datetime, offset_minutes: int | None
+) -> None:
+    # format_timestamp slices isoformat's text: it must be the seven fields spelled out, for a
+    # UTC time, another offset (converted) and a naive one (local, as astimezone reads it).
+    if offset_minutes is not None:
+        moment = moment.replace(
+            tzinfo=UTC if offset_minutes == 0 else timezone(timedelta(minutes=offset_minutes))
+        )
+    try:
+        utc = moment.astimezone(UTC)
+    except (OverflowError, ValueError):  # before year 1 or after 9999 in UTC: both refuse
+        with pytest.raises((OverflowError, ValueError)):
+            format_timestamp(moment)
+        return
+    fields = (utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second)
+    expected = "%04d-%02d-%02dT%02d:%02d:%02d" % fields + f".{utc.microsecond // 1000:03d}Z"  # noqa: UP031
+    assert format_timestamp(moment) == expected
