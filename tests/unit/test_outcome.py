@@ -21,7 +21,13 @@ from jobhooks.inbound.outcome import (
     webhook_body,
     webhook_payload,
 )
-from jobhooks.inbound.sanitize import _RULES, categorize_error, sanitize_error_message
+from jobhooks.inbound.sanitize import (
+    _CATEGORIES,
+    _NOT_FOUND,
+    _RULES,
+    categorize_error,
+    sanitize_error_message,
+)
 from jobhooks_tools.sample_events import (
     SOURCE,
     SampleEvent,
@@ -360,3 +366,46 @@ def test_the_webhook_time_is_utc_milliseconds_truncated(
     fields = (utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second)
     expected = "%04d-%02d-%02dT%02d:%02d:%02d" % fields + f".{utc.microsecond // 1000:03d}Z"  # noqa: UP031
     assert format_timestamp(moment) == expected
+
+
+category_fragments = st.sampled_from(
+    [
+        "connection",
+        "Connection ",
+        "no such connection",
+        "unknown connection",
+        "missing connection",
+        "not found",
+        "does not exist",
+        "not configured",
+        "storage",
+        "s3:",
+        "schema",
+        "column",
+        "datasource",
+        "timeout",
+        "no such host",
+        "x",
+        " ",
+    ]
+)
+
+
+@given(st.lists(category_fragments | st.text(max_size=4), max_size=8).map("".join))
+def test_the_category_is_the_first_rule_that_matches(text: str) -> None:
+    # Every rule in its order, each marker tested: the category categorize_error must give.
+    lowered = text.lower()
+    at = lowered.find("connection")
+    if not text:
+        expected = "unknown"
+    elif any(
+        phrase in lowered
+        for phrase in ("no such connection", "unknown connection", "missing connection")
+    ) or (at >= 0 and any(marker in lowered[at:] for marker in _NOT_FOUND)):
+        expected = "connection_not_found"
+    else:
+        expected = next(
+            (name for name, markers in _CATEGORIES if any(m in lowered for m in markers)),
+            "unknown",
+        )
+    assert categorize_error(text) == expected

@@ -122,7 +122,9 @@ def categorize_error(sanitized_message: str | None) -> str:
 
 def _names_a_missing_connection(text: str) -> bool:
     """`connection "crm" not found`, `unknown connection crm`, `no such connection`, …"""
+    at = text.find("connection")
+    if at < 0:  # every phrase below holds it: most messages are settled by this one search
+        return False
     if "no such connection" in text or "unknown connection" in text or "missing connection" in text:
         return True
-    at = text.find("connection")
-    return at >= 0 and _holds_any(text[at:], _NOT_FOUND)
+    return _holds_any(text[at:], _NOT_FOUND)
