@@ -36,10 +36,16 @@ def format_timestamp(moment: datetime) -> str:
     and endpoint health format times without importing the inbound event's models."""
     if moment.tzinfo is not UTC:  # the event's times are UTC already: skip the conversion
         moment = moment.astimezone(UTC)
-    # A UTC time's isoformat is `YYYY-MM-DDTHH:MM:SS.mmm+00:00` (the year always four digits,
-    # the fraction truncated): one C call, where a seven-field %-format cost twice as much and
-    # `.replace("+00:00", "Z")` half as much again.
-    return moment.isoformat(timespec="milliseconds")[:23] + "Z"
+    # Spelled out: isoformat(timespec=...) and the "+00:00" replacement cost half as much again.
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # noqa: UP031 - one C call, unlike f-strings
+        moment.year,
+        moment.month,
+        moment.day,
+        moment.hour,
+        moment.minute,
+        moment.second,
+        moment.microsecond // 1000,
+    )
 
 
 def parse_time(text: str) -> datetime:
