@@ -12,6 +12,16 @@ the floor.
 `--stages` also times the pipeline's three stages alone, in the same rounds: the envelope
 (`ForwardedMessage.from_json`), verification and normalization (`read_job_event`) and the
 payload (`webhook_payload`).
+
+Time on a shared machine moves with its load; instructions do not. `--only pipeline|floor`
+runs one of the two `--iterations` times for one `--event`, untimed, for an instruction
+counter: the count per message is the difference between two runs, N messages and none,
+
+    PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+        .venv/bin/python bench/core.py --only pipeline --event failed --iterations 2000
+
+(and `--iterations 0`; the same for `--only floor`), so imports and set-up cancel out. The
+fixed seed keeps the interpreter's start-up the same in both runs.
 """
 
 from __future__ import annotations
@@ -48,7 +58,8 @@ def per_message_ns(work: dict[str, Callable[[], object]], iterations: int) -> di
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
-def measure(status: str, iterations: int, stages: bool) -> tuple[dict[str, float], int]:
+def pipeline_and_floor(status: str) -> tuple[str, dict[str, Callable[[], object]]]:
+    """The SQS body of one sample event, and the pipeline and the floor on it."""
     event = make_job_event(KEY, status=status, tenant_id="acme", timestamp=T)
     raw = event.forwarded(received_at="2026-07-13T18:04:12.001Z").to_json()
     # The floor hashes as many bytes as the canonical signed form: six header lines + body.
@@ -64,7 +75,11 @@ def measure(status: str, iterations: int, stages: bool) -> tuple[dict[str, float
         return json.loads(event.body)
 
     pipeline()  # the outcome must be produced, not just timed
-    work: dict[str, Callable[[], object]] = {"pipeline": pipeline, "floor": floor}
+    return raw, {"pipeline": pipeline, "floor": floor}
+
+
+def measure(status: str, iterations: int, stages: bool) -> tuple[dict[str, float], int]:
+    raw, work = pipeline_and_floor(status)
     if stages:
         message = ForwardedMessage.from_json(raw)
         job_event = read_job_event(message, POLICY, AT)
@@ -78,7 +93,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=2000, help="messages per round")
     parser.add_argument("--stages", action="store_true", help="also time each stage alone")
+    parser.add_argument(
+        "--only",
+        choices=("pipeline", "floor"),
+        help="run only this, untimed, --iterations times, for an instruction counter (cachegrind)",
+    )
+    parser.add_argument(
+        "--event", choices=("completed", "failed"), default="failed", help="the event for --only"
+    )
     args = parser.parse_args()
+    if args.only:
+        work = pipeline_and_floor(args.event)[1][args.only]
+        for _ in range(args.iterations):
+            work()
+        return
     print(f"{'event':<10} {'SQS body':>9} {'pipeline':>11} {'floor':>9} {'ratio':>6}")
     stage_lines = []
     for status in ("completed", "failed"):

@@ -7,12 +7,15 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jobhooks.inbound.envelope import (
     FORMAT,
     MAX_HEADER_NESTING,
     ForwardedMessage,
     NonUtf8String,
     OutOfRangeTimestamp,
+    _sqs_json,
     properties_from_amqp,
 )
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
@@ -333,3 +336,108 @@ def test_the_sqs_body_gets_json_loads_verdict_whatever_the_shortcut(text: str | 
     else:
         assert isinstance(expected, dict)
         assert message == ForwardedMessage.from_json(json.dumps(expected))
+
+
+def _envelope_verdict(text: str) -> tuple[str, str]:
+    """The envelope's JSON step as `_json_loads_verdict` words it, values compared by repr
+    (nan, -0.0, True against 1, key order)."""
+    try:
+        return "read", repr(_sqs_json(text))
+    except RejectedMessageError as rejected:
+        return "rejected", rejected.detail
+
+
+# JSON values with the numbers, strings and nesting where parsers differ: NaN and infinities,
+# -0.0, integers past 64 bits, floats at the edges of precision, every escape and surrogate.
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=-(2**200), max_value=2**200)
+    | st.floats()
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+# Characters that break, end or change a JSON text when dropped into it.
+_TRICKY = [
+    *'{}[]",:\\ \t\n\r\x0c\x00\x1f0-+.eE/NaIfinityufdtrl',
+    "\\u",
+    "\\ud800",
+    "\\udc00",
+    "\ud800",
+    "\ufeff",
+    "\u2028",
+    "9" * 30,
+    "1e400",
+    "-0",
+]
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=1000)
+@given(
+    document=st.dictionaries(st.text(max_size=5), _json_values, max_size=5),
+    ensure_ascii=st.booleans(),
+    compact=st.booleans(),
+    edits=st.lists(
+        st.tuples(
+            st.integers(min_value=0),
+            st.sampled_from(["insert", "delete", "replace"]),
+            st.sampled_from(_TRICKY),
+        ),
+        max_size=3,
+    ),
+)
+def test_the_sqs_body_is_read_as_json_loads_reads_it(
+    document: dict[str, object],
+    ensure_ascii: bool,
+    compact: bool,
+    edits: list[tuple[int, str, str]],
+) -> None:
+    # The envelope reads a text that starts an object with pydantic-core's parser, and falls
+    # back on json.loads when that refuses: whatever it accepts must be json.loads' value.
+    separators = (",", ":") if compact else (", ", ": ")
+    text = json.dumps(document, ensure_ascii=ensure_ascii, separators=separators)
+    for position, edit, fragment in edits:
+        at = position % (len(text) + 1)
+        if edit == "insert":
+            text = text[:at] + fragment + text[at:]
+        elif edit == "delete":
+            text = text[:at] + text[at + 1 :]
+        else:
+            text = text[:at] + fragment + text[at + 1 :]
+    expected_verdict, expected = _json_loads_verdict(text)
+    assert _envelope_verdict(text) == (
+        expected_verdict,
+        repr(expected) if expected_verdict == "read" else expected,
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a":1,"b":2,"a":3}',  # the last value, at the first key's place
+        '{"a":NaN,"b":Infinity,"c":-Infinity}',
+        '{"a":nan}',
+        '{"a":1e400,"b":-0.0,"c":-0,"d":1E5,"e":4.9e-324}',
+        '{"a":' + "9" * 4300 + "}",  # at json's digit limit
+        '{"a":' + "9" * 4301 + "}",  # past it
+        '{"a":"\\ud800"}',  # a lone surrogate escape
+        '{"\ud800":1}',  # a lone surrogate in the text itself
+        '{"a":"\x01"}',  # a raw control character
+        '{"a":' + "[" * 199 + "]" * 199 + "}",
+        '{"a":' + "[" * 201 + "]" * 201 + "}",  # past pydantic-core's depth, within json's
+        '{"a":1,}',
+        '{"a":01}',
+        '{"a":1}\x0c',
+        '{"a":1} \t\r\n',
+    ],
+)
+def test_the_sqs_body_edges_get_json_loads_verdict(text: str) -> None:
+    expected_verdict, expected = _json_loads_verdict(text)
+    assert _envelope_verdict(text) == (
+        expected_verdict,
+        repr(expected) if expected_verdict == "read" else expected,
+    )

@@ -730,3 +730,22 @@ def test_a_lone_surrogate_escape_reads_as_go_reads_it_and_the_event_still_serial
     assert event.metadata["\ufffdkey"] == ["\ufffd"]
     payload = json.loads(webhook_payload(event).encode("utf-8"))
     assert payload["data"]["fetcher"]["metadata"]["correlationId"] == "a\ufffdb"
+
+
+@pytest.mark.parametrize("name", ["ce-id", "ce-subject", "ce-eventtype"])
+@pytest.mark.parametrize(("value", "kind"), [(None, "NoneType"), (7, "int")])
+def test_a_naming_header_present_but_not_text_is_an_event_mismatch(
+    name: str, value: object, kind: str
+) -> None:
+    # A void header is present: it names nothing, and the message is refused, not let through
+    # as if the header were absent (which it may be).
+    message = signed().forwarded()
+    message.headers[name] = value  # type: ignore[assignment]
+    with pytest.raises(RejectedMessageError) as rejected:
+        read_job_event(message, POLICY, AT)
+    assert (rejected.value.reason, rejected.value.detail) == (
+        Reason.EVENT_MISMATCH,
+        f"header {name} is not text ({kind})",
+    )
+    del message.headers[name]
+    assert read_job_event(message, POLICY, AT).event_id.startswith("fetcher.job.completed.")

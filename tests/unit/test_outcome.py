@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +16,18 @@ from jobhooks.inbound.outcome import (
     MAX_METADATA_BYTES,
     Outcome,
     _surely_within_budget,
+    format_timestamp,
     to_webhook,
     webhook_body,
     webhook_payload,
 )
-from jobhooks.inbound.sanitize import _RULES, categorize_error, sanitize_error_message
+from jobhooks.inbound.sanitize import (
+    _CATEGORIES,
+    _NOT_FOUND,
+    _RULES,
+    categorize_error,
+    sanitize_error_message,
+)
 from jobhooks_tools.sample_events import (
     SOURCE,
     SampleEvent,
@@ -335,3 +342,70 @@ def test_the_redaction_prefilters_never_skip_a_match(text: str) -> None:
     if len(unfiltered) > 512:
         unfiltered = unfiltered[:511] + "…"
     assert sanitize_error_message(text) == unfiltered
+
+
+@given(
+    moment=st.datetimes(),
+    offset_minutes=st.one_of(st.none(), st.integers(min_value=-1439, max_value=1439)),
+)
+def test_the_webhook_time_is_utc_milliseconds_truncated(
+    moment: datetime, offset_minutes: int | None
+) -> None:
+    # format_timestamp slices isoformat's text: it must be the seven fields spelled out, for a
+    # UTC time, another offset (converted) and a naive one (local, as astimezone reads it).
+    if offset_minutes is not None:
+        moment = moment.replace(
+            tzinfo=UTC if offset_minutes == 0 else timezone(timedelta(minutes=offset_minutes))
+        )
+    try:
+        utc = moment.astimezone(UTC)
+    except (OverflowError, ValueError):  # before year 1 or after 9999 in UTC: both refuse
+        with pytest.raises((OverflowError, ValueError)):
+            format_timestamp(moment)
+        return
+    fields = (utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second)
+    expected = "%04d-%02d-%02dT%02d:%02d:%02d" % fields + f".{utc.microsecond // 1000:03d}Z"  # noqa: UP031
+    assert format_timestamp(moment) == expected
+
+
+category_fragments = st.sampled_from(
+    [
+        "connection",
+        "Connection ",
+        "no such connection",
+        "unknown connection",
+        "missing connection",
+        "not found",
+        "does not exist",
+        "not configured",
+        "storage",
+        "s3:",
+        "schema",
+        "column",
+        "datasource",
+        "timeout",
+        "no such host",
+        "x",
+        " ",
+    ]
+)
+
+
+@given(st.lists(category_fragments | st.text(max_size=4), max_size=8).map("".join))
+def test_the_category_is_the_first_rule_that_matches(text: str) -> None:
+    # Every rule in its order, each marker tested: the category categorize_error must give.
+    lowered = text.lower()
+    at = lowered.find("connection")
+    if not text:
+        expected = "unknown"
+    elif any(
+        phrase in lowered
+        for phrase in ("no such connection", "unknown connection", "missing connection")
+    ) or (at >= 0 and any(marker in lowered[at:] for marker in _NOT_FOUND)):
+        expected = "connection_not_found"
+    else:
+        expected = next(
+            (name for name, markers in _CATEGORIES if any(m in lowered for m in markers)),
+            "unknown",
+        )
+    assert categorize_error(text) == expected

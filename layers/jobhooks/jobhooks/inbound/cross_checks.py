@@ -35,6 +35,7 @@ _SCHEMA_VERSION = re.compile(
     r"[0-9]{1,9}(?:\.[0-9]{1,9}){0,2}(?:-[0-9A-Za-z.-]{1,20})?(?:\+[0-9A-Za-z.-]{1,20})?"
 )
 MAX_SCHEMA_VERSION_CHARS = 32
+_ABSENT = object()
 
 
 def attributed_tenant(headers: Headers, signature: VerifiedSignature) -> str:
@@ -107,12 +108,13 @@ def check_event_identity(headers: Headers, body: JobBody, routed_status: JobStat
 
 
 def _optional_text(headers: Headers, name: str) -> str | None:
-    if name not in headers:
+    value = headers.get(name, _ABSENT)  # one lookup: a void header (None) is present, not text
+    if value is _ABSENT:
         return None
-    text = header_text(headers[name])
+    text = header_text(value)  # type: ignore[arg-type]
     if text is None:
         raise RejectedMessageError(
-            Reason.EVENT_MISMATCH, f"header {name} is not text ({type(headers[name]).__name__})"
+            Reason.EVENT_MISMATCH, f"header {name} is not text ({type(value).__name__})"
         )
     return text
 

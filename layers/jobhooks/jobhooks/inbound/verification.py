@@ -98,13 +98,13 @@ def verify_signature(
     )
     for key in keys:
         if _matches(key, canonical, provided):
-            return VerifiedSignature(timestamp, tenant_id, key.fingerprint, legacy=False)
+            return VerifiedSignature(timestamp, tenant_id, key.fingerprint, False)
     # The body-only form binds neither tenant, exchange nor routing key: only ever a fallback.
     if allow_legacy:
         legacy = legacy_signed_bytes(timestamp=timestamp, body=body)
         for key in keys:
             if _matches(key, legacy, provided):
-                return VerifiedSignature(timestamp, "", key.fingerprint, legacy=True)
+                return VerifiedSignature(timestamp, "", key.fingerprint, True)  # legacy
     raise RejectedMessageError(
         Reason.SIGNATURE_MISMATCH,
         f"the HMAC does not verify under any of the {len(keys)} configured key(s); check the "
