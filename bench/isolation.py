@@ -5,6 +5,7 @@
                                         [--retry-schedule 0,5,5,5,5,5,5,5]
                                         [--kinds slow,hanging,failing]
                                         [--subscription-cache-seconds 30]
+                                        [--table-apart ClaimsTable]
 
 RabbitMQ -> shovel -> SQS (moto) -> ingest (first attempts) -> SQS -> deliver -> loopback
 receivers, all of `jobhooks_tools.local.dev_stack` as `jobhooks dev` runs it, in one run. The
@@ -163,6 +164,13 @@ def main(argv: list[str] | None = None) -> int:
         help="serve DynamoDB from the same moto process as the other services (before "
         "`jobhooks dev` gave it its own)",
     )
+    parser.add_argument(
+        "--table-apart",
+        metavar="LOGICAL_ID",
+        help="a diagnostic: serve this table of template.yaml (e.g. ClaimsTable) from a moto "
+        "process of its own, as AWS serves every table apart, to see how much of the quiet "
+        "tenant's tail is its calls queued behind other tables' at the one local DynamoDB",
+    )
     args = parser.parse_args(argv)
     kinds = [kind for kind in args.kinds.split(",") if kind]
     if not kinds or set(kinds) - set(KINDS):
@@ -170,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
 
     receivers = Receivers()
     calls = AwsCallTimes()
+    apart = TableApart(args.table_apart).start() if args.table_apart else None
     stack = DevStack(
         DevStackSettings(
             shovel="thread",
@@ -204,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         receivers.stop()
         stack.stop()
+        if apart is not None:
+            apart.stop()
 
     alone_p99 = _quantile(results["alone"].latencies, 99)
     print(
@@ -277,6 +288,51 @@ class AwsCallTimes:
 
     def operations_between(self, start: float, end: float) -> list[str]:
         return [operation for at, operation in list(self.operations) if start <= at <= end]
+
+
+class TableApart:
+    """One table's DynamoDB calls sent to a moto server of their own (`--table-apart`).
+
+    Every botocore client of this process made after `start` (the stack's, the functions')
+    sends a request that names the table, by `TableName` or as the one table of a batch, to that
+    server instead of the stack's DynamoDB endpoint; the table is created there too, by the
+    stack's own provisioning. Nothing of the functions changes: only where that table lives."""
+
+    def __init__(self, logical_id: str) -> None:
+        from jobhooks_tools.local.moto_server import MotoServer
+
+        self.logical_id = logical_id
+        self.server = MotoServer()
+
+    def start(self) -> TableApart:
+        import botocore.handlers
+
+        self.server.start()
+        botocore.handlers.BUILTIN_HANDLERS.append(
+            ("before-parameter-build.dynamodb", self._note_table)
+        )
+        botocore.handlers.BUILTIN_HANDLERS.append(("before-call.dynamodb", self._route))
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def _note_table(self, params: Any = None, context: Any = None, **_: Any) -> None:
+        if context is None or not isinstance(params, dict):
+            return
+        tables = list(params.get("RequestItems") or ())
+        if self._names(params.get("TableName")) or any(map(self._names, tables)):
+            if len(tables) > 1:
+                raise RuntimeError(f"--table-apart: a batch names {tables}; split it to route it")
+            context["jobhooks_table_apart"] = True
+
+    def _route(self, params: Any = None, context: Any = None, **_: Any) -> None:
+        if context and context.get("jobhooks_table_apart"):
+            path = params["url"].split("://", 1)[1].partition("/")[2]
+            params["url"] = f"{self.server.endpoint_url}/{path}"
+
+    def _names(self, table: Any) -> bool:
+        return isinstance(table, str) and table.endswith(self.logical_id)
 
 
 def _add(results: dict[str, Phase], name: str, phase: Phase) -> None:
