@@ -8,9 +8,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from jobhooks.delivery.attempt_log import BATCH_GET_ROUNDS, AttemptLog
+from jobhooks.delivery.attempt_log import AttemptLog
 from jobhooks.delivery.exceptions import DeliveryLogBusyError
 from jobhooks.delivery_task import delivery_id_for
+from jobhooks.storage.reads import BATCH_GET_ROUNDS
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 EVENT = "fetcher.job.completed.j-1"

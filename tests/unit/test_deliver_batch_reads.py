@@ -78,17 +78,17 @@ class Receiver:
         return PostResult(200, None, None, 1)
 
 
-def deliverer(log: CountingLog, receiver: Receiver, clock: Clock) -> Deliverer:
-    made = subscription("acme", 0)
+def deliverer(log: CountingLog, receiver: Receiver, clock: Clock, **options: Any) -> Deliverer:
+    options.setdefault("dead_letters", Nowhere())
     return Deliverer(
         attempt_log=log,
-        subscriptions=Directory([made]),
+        subscriptions=Directory([subscription("acme", 0)]),
         client=receiver,
         queue=Nowhere(),
-        dead_letters=Nowhere(),
         concurrency=1,  # one record at a time: the second starts after the first's POST
         monotonic=clock,
         clock=lambda: NOW,
+        **options,
     )
 
 
@@ -167,15 +167,7 @@ def test_one_task_and_a_message_that_is_no_task_read_with_a_getitem() -> None:
             return "parked"
 
     receiver = Receiver(clock)
-    worker = Deliverer(
-        attempt_log=log,
-        subscriptions=Directory([subscription("acme", 0)]),
-        client=receiver,
-        queue=Nowhere(),
-        dead_letters=Parking(),
-        monotonic=clock,
-        clock=lambda: NOW,
-    )
+    worker = deliverer(log, receiver, clock, dead_letters=Parking())
     try:
         answer = worker.deliver_batch({"Records": [*records, not_a_task]})
     finally:
@@ -236,16 +228,7 @@ def test_the_tasks_without_a_record_ask_for_first_attempt_successes_together() -
     log = CountingLog()
     first_attempts = FirstAttempts([(tasks[0].event_id, tasks[0].subscription_id)])
     receiver = Receiver(clock)
-    worker = Deliverer(
-        attempt_log=log,
-        subscriptions=Directory([subscription("acme", 0)]),
-        client=receiver,
-        queue=Nowhere(),
-        dead_letters=Nowhere(),
-        first_attempts=first_attempts,
-        monotonic=clock,
-        clock=lambda: NOW,
-    )
+    worker = deliverer(log, receiver, clock, first_attempts=first_attempts)
     try:
         worker.deliver_batch({"Records": records})
     finally:

@@ -348,8 +348,9 @@ class PlainAnswers:
 
         def plainly(handler: Any, action_result: Any) -> Any:
             result = action_result.result
+            operation = handler._get_action()
             if (
-                handler._get_action() not in PLAIN_OPERATIONS
+                operation not in PLAIN_OPERATIONS
                 or settings.PRETTIFY_RESPONSES
                 or not isinstance(result, dict)
                 or not is_plain(result)
@@ -364,11 +365,11 @@ class PlainAnswers:
             headers["status"] = 200
             # moto's results carry a few members the output shape lacks (`ConsumedCapacityUnits`
             # of an old API version): the serializer writes only the shape's.
-            members = answers.members(service_model, handler._get_action())
+            members = answers.members(service_model, operation)
             body = json.dumps({k: v for k, v in result.items() if k in members}, default=_blob)
             answer = 200, headers, body
             if answers.check:
-                answers.compare(handler._get_action(), answer, serialized(handler, action_result))
+                answers.compare(operation, answer, serialized(handler, action_result))
             return answer
 
         plainly._jobhooks_plain = True  # type: ignore[attr-defined]

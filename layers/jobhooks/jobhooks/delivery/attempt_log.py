@@ -35,6 +35,7 @@ from jobhooks.delivery.model import DeliveryAttempt, DeliveryRecord, DeliverySta
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.storage.conditions import is_condition_failure
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE
+from jobhooks.storage.reads import batch_get
 from jobhooks.storage.times import (
     epoch_seconds,
     format_time,
@@ -46,11 +47,6 @@ from jobhooks.storage.times import (
 from jobhooks.storage.updates import ItemUpdate
 
 BY_SUBSCRIPTION_INDEX: Final = "by_subscription"
-# BatchGetItem takes at most 100 keys; what it leaves unprocessed (throttling) is asked again
-# this many times, backing off, before the read fails.
-MAX_BATCH_GET_KEYS: Final = 100
-BATCH_GET_ROUNDS: Final = 6
-BATCH_GET_BACKOFF_SECONDS: Final = 0.05
 DEFAULT_RETENTION_DAYS: Final = 30
 MAX_LOGGED_ATTEMPTS: Final = 100
 
@@ -302,35 +298,16 @@ class AttemptLog:
     def _read_many(
         self, delivery_ids: Iterable[str], *, consistent: bool
     ) -> dict[str, DeliveryRecord]:
-        # DynamoDB refuses a BatchGetItem that names a key twice.
-        unique = sorted(set(delivery_ids))
-        found: dict[str, DeliveryRecord] = {}
-        for start in range(0, len(unique), MAX_BATCH_GET_KEYS):
-            chunk = unique[start : start + MAX_BATCH_GET_KEYS]
-            for item in self._batch_get(chunk, consistent=consistent):
-                record = _from_item(item)
-                if self._is_live(record):
-                    found[record.delivery_id] = record
-        return found
-
-    def _batch_get(self, delivery_ids: list[str], *, consistent: bool) -> list[dict[str, Any]]:
-        """The items of `delivery_ids` that exist, in no order; retries unprocessed keys."""
-        items: list[dict[str, Any]] = []
-        keys: list[dict[str, Any]] = [{"delivery_id": {"S": d}} for d in delivery_ids]
-        for round_ in range(BATCH_GET_ROUNDS):
-            if round_:
-                self._sleep(BATCH_GET_BACKOFF_SECONDS * 2 ** (round_ - 1))
-            request: dict[str, Any] = {"Keys": keys}
-            if consistent:
-                request["ConsistentRead"] = True
-            response = self._dynamodb.batch_get_item(RequestItems={self.table_name: request})
-            items.extend(response.get("Responses", {}).get(self.table_name, []))
-            # DynamoDB answers 200 with the keys it had no capacity for (botocore does not retry
-            # them): they are asked again, after a pause.
-            keys = response.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", [])
-            if not keys:
-                return items
-        raise DeliveryLogBusyError()
+        items = batch_get(
+            self._dynamodb,
+            self.table_name,
+            [_key(delivery_id) for delivery_id in sorted(set(delivery_ids))],
+            request={"ConsistentRead": True} if consistent else None,
+            sleep=self._sleep,
+            busy=DeliveryLogBusyError,
+        )
+        records = (_from_item(item) for item in items)
+        return {record.delivery_id: record for record in records if self._is_live(record)}
 
 
 # -- item codec ----------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from jobhooks.delivery.exceptions import DeliveryLogBusyError
 from jobhooks.moved_names import moved_name
+from jobhooks.storage.reads import batch_get
 from jobhooks.storage.times import (
     epoch_millis,
     epoch_seconds,
@@ -45,10 +46,9 @@ if TYPE_CHECKING:
     from jobhooks.delivery.stored_page import StoredPage
 
 DEFAULT_RETENTION_DAYS: Final = 30
-# BatchWriteItem takes at most 25 puts, BatchGetItem 100 keys; what either leaves unprocessed
-# (throttling) is sent again this many times, backing off, before the call fails.
+# BatchWriteItem takes at most 25 puts; what it leaves unprocessed (throttling) is sent again
+# this many times, backing off, before the write fails.
 MAX_BATCH_WRITE_ITEMS: Final = 25
-MAX_BATCH_GET_KEYS: Final = 100
 BATCH_WRITE_ROUNDS: Final = 6
 BATCH_WRITE_BACKOFF_SECONDS: Final = 0.05
 # The width of a batch id's time prefix: milliseconds since the epoch, zero-padded, so that
@@ -165,31 +165,20 @@ class FirstAttemptLog:
     def get_many(self, pages: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StoredPage]:
         """`get` for several (subscription, batch) pages (BatchGetItem, 100 keys a call): the
         live ones, by their key; raises `DeliveryLogBusyError` if some stay unread."""
-        unique = sorted(set(pages))
-        found: dict[tuple[str, str], StoredPage] = {}
+        items = batch_get(
+            self._dynamodb,
+            self.table_name,
+            [{"subscription_id": {"S": s}, "batch_id": {"S": b}} for s, b in sorted(set(pages))],
+            sleep=self._sleep,
+            busy=DeliveryLogBusyError,
+        )
         now = self._clock()
-        for start in range(0, len(unique), MAX_BATCH_GET_KEYS):
-            keys: list[dict[str, Any]] = [
-                {"subscription_id": {"S": s}, "batch_id": {"S": b}}
-                for s, b in unique[start : start + MAX_BATCH_GET_KEYS]
-            ]
-            for round_ in range(BATCH_WRITE_ROUNDS):
-                if round_:
-                    self._sleep(BATCH_WRITE_BACKOFF_SECONDS * 2 ** (round_ - 1))
-                response = self._dynamodb.batch_get_item(
-                    RequestItems={self.table_name: {"Keys": keys}}
-                )
-                for item in response.get("Responses", {}).get(self.table_name, []):
-                    stored = _from_item(item)
-                    if stored.expires_at > now:
-                        found[(item["subscription_id"]["S"], item["batch_id"]["S"])] = stored
-                unprocessed = response.get("UnprocessedKeys", {}).get(self.table_name, {})
-                keys = unprocessed.get("Keys", [])
-                if not keys:
-                    break
-            else:
-                raise DeliveryLogBusyError()
-        return found
+        stored = ((item, _from_item(item)) for item in items)
+        return {
+            (item["subscription_id"]["S"], item["batch_id"]["S"]): page
+            for item, page in stored
+            if page.expires_at > now
+        }
 
     def newest(
         self, subscription_id: str, *, before_batch: str | None = None, limit: int = 10

@@ -43,7 +43,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final, Protocol
 
-from jobhooks.delivery.attempt_log import BY_SUBSCRIPTION_INDEX, MAX_BATCH_GET_KEYS, AttemptLog
+from jobhooks.delivery.attempt_log import BY_SUBSCRIPTION_INDEX, AttemptLog
 from jobhooks.delivery.exceptions import DeliveryNotFoundError
 from jobhooks.delivery.first_attempts import FirstAttemptLog, batch_time
 from jobhooks.delivery.model import DeliveryRecord
@@ -58,6 +58,7 @@ from jobhooks.storage.claimed_event import ClaimedEvent
 from jobhooks.storage.cursors import decode_cursor, encode_cursor, shaped, stored_time
 from jobhooks.storage.exceptions import InvalidCursorError
 from jobhooks.storage.pages import DEFAULT_PAGE_SIZE, check_page_size, cut_page
+from jobhooks.storage.reads import MAX_BATCH_GET_KEYS
 from jobhooks.storage.times import format_time, parse_time, to_stored_precision
 from jobhooks.subscriptions.model import SUBSCRIPTION_ID_PATTERN
 

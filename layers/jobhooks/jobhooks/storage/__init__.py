@@ -8,7 +8,8 @@ behind one base); and the one reader two packages share.
     updates     `ItemUpdate`: an UpdateExpression with every name behind a placeholder
     cursors     the page cursor codec: opaque, bound to its listing, checked before DynamoDB
     pages       page sizes (default 50, at most 100) and cutting a page with its next cursor
-    reads       every item (or every page) of a Query or Scan, following `LastEvaluatedKey`
+    reads       every item (or every page) of a Query or Scan, following `LastEvaluatedKey`;
+                every item of a set of keys (BatchGetItem, unprocessed keys asked again)
     times       the one clock and the stored-time codec (RFC 3339 UTC, milliseconds, `Z`)
     exceptions  the cursor and page-size errors every listing raises, and an AWS call that
                 failed after botocore's retries (`AwsServiceError`)

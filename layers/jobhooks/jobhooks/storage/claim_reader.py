@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from jobhooks.moved_names import moved_name
 from jobhooks.storage.exceptions import ClaimsBusyError
+from jobhooks.storage.reads import batch_get
 from jobhooks.storage.times import from_epoch_seconds, utc_now
 
 if TYPE_CHECKING:
@@ -25,10 +26,6 @@ if TYPE_CHECKING:
 BATCH_KEY_PREFIX: Final = "batch#"
 # The claim's `state` once it was completed by an update (claims written before batch ids).
 DONE_STATE: Final = "done"
-# BatchGetItem takes at most 100 keys; unprocessed ones are asked again, backing off.
-MAX_BATCH_GET_KEYS: Final = 100
-BATCH_GET_ROUNDS: Final = 6
-BATCH_GET_BACKOFF_SECONDS: Final = 0.05
 # What a delivery needs of a claim (`ClaimedEvent`), and nothing of its payload.
 _CLAIM_PROJECTION: Final = {
     "ProjectionExpression": "event_id, tenant_id, batch_id, subscription_ids, matched, "
@@ -77,16 +74,9 @@ class ClaimReader:
     def get_many(self, event_ids: Iterable[str]) -> dict[str, ClaimedEvent]:
         """`get` for several events (strongly consistent BatchGetItem, 100 keys a call): the
         kept claims, by event id. The deliver function's batch reads its tasks' claims so."""
-        unique = sorted({e for e in event_ids if not is_batch_key(e)})
-        found: dict[str, ClaimedEvent] = {}
-        for start in range(0, len(unique), MAX_BATCH_GET_KEYS):
-            chunk = unique[start : start + MAX_BATCH_GET_KEYS]
-            request = {"ConsistentRead": True, **_CLAIM_PROJECTION}
-            for item in self._batch_get(chunk, request):
-                claimed = self._claimed(item)
-                if claimed is not None:
-                    found[claimed.event_id] = claimed
-        return found
+        request = {"ConsistentRead": True, **_CLAIM_PROJECTION}
+        claims = (self._claimed(item) for item in self._batch_get(event_ids, request))
+        return {claimed.event_id: claimed for claimed in claims if claimed is not None}
 
     def _claimed(self, item: dict[str, Any]) -> ClaimedEvent | None:
         expires = item.get("expires_at", {}).get("N")
@@ -106,34 +96,26 @@ class ClaimReader:
     def payloads(self, event_ids: Iterable[str]) -> dict[str, str]:
         """The webhook bodies of the events whose claims are kept and hold one, by event id
         (BatchGetItem, 100 keys a call; keys left unprocessed are asked again)."""
-        unique = sorted({e for e in event_ids if not is_batch_key(e)})
         found: dict[str, str] = {}
-        for start in range(0, len(unique), MAX_BATCH_GET_KEYS):
-            chunk = unique[start : start + MAX_BATCH_GET_KEYS]
-            request = {"ProjectionExpression": "event_id, payload, expires_at"}
-            for item in self._batch_get(chunk, request):
-                expires = item.get("expires_at", {}).get("N")
-                payload = payload_of(item)
-                if expires and from_epoch_seconds(int(expires)) > self._clock() and payload:
-                    found[item["event_id"]["S"]] = payload
+        request = {"ProjectionExpression": "event_id, payload, expires_at"}
+        for item in self._batch_get(event_ids, request):
+            expires = item.get("expires_at", {}).get("N")
+            payload = payload_of(item)
+            if expires and from_epoch_seconds(int(expires)) > self._clock() and payload:
+                found[item["event_id"]["S"]] = payload
         return found
 
-    def _batch_get(self, event_ids: list[str], request: dict[str, Any]) -> list[dict[str, Any]]:
-        """The claim items of `event_ids` that exist, in no order; keys left unprocessed are
-        asked again, backing off, before `ClaimsBusyError`."""
-        items: list[dict[str, Any]] = []
-        keys: list[dict[str, Any]] = [{"event_id": {"S": e}} for e in event_ids]
-        for round_ in range(BATCH_GET_ROUNDS):
-            if round_:
-                self._sleep(BATCH_GET_BACKOFF_SECONDS * 2 ** (round_ - 1))
-            response = self._dynamodb.batch_get_item(
-                RequestItems={self.table_name: {"Keys": keys, **request}}
-            )
-            items.extend(response.get("Responses", {}).get(self.table_name, []))
-            keys = response.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", [])
-            if not keys:
-                return items
-        raise ClaimsBusyError()
+    def _batch_get(self, event_ids: Iterable[str], request: dict[str, Any]) -> list[dict[str, Any]]:
+        """The claim items of `event_ids` (completion records never) that exist, in no order."""
+        unique = sorted({e for e in event_ids if not is_batch_key(e)})
+        return batch_get(
+            self._dynamodb,
+            self.table_name,
+            [{"event_id": {"S": event_id}} for event_id in unique],
+            request=request,
+            sleep=self._sleep,
+            busy=ClaimsBusyError,
+        )
 
 
 def payload_of(item: dict[str, Any]) -> str | None:
