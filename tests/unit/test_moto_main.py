@@ -3,13 +3,19 @@ table's requests answered one at a time, and every table apart."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from jobhooks_tools.local.moto_main import BackendsByHost, TableLocks, tables_named
+from jobhooks_tools.local.moto_main import (
+    BackendsByHost,
+    TableLocks,
+    hand_over_often,
+    tables_named,
+)
 from moto import backends
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
@@ -181,3 +187,12 @@ def test_a_snapshot_waits_for_the_requests_being_answered() -> None:
         order.append("batch out")
     taking.join(timeout=10)
     assert order == ["batch out", "snapshot"]
+
+
+def test_the_server_hands_its_interpreter_over_ten_times_as_often_as_pythons_default() -> None:
+    default = sys.getswitchinterval()
+    try:
+        hand_over_often()
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+    finally:
+        sys.setswitchinterval(default)
