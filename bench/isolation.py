@@ -168,8 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         "--table-apart",
         metavar="LOGICAL_ID",
         help="a diagnostic: serve this table of template.yaml (e.g. ClaimsTable) from a moto "
-        "process of its own, as AWS serves every table apart, to see how much of the quiet "
-        "tenant's tail is its calls queued behind other tables' at the one local DynamoDB",
+        "process of its own, to see how much of the quiet tenant's tail is its calls sharing "
+        "the local DynamoDB's one interpreter with other tables' (each table has its own locks "
+        "there, not its own CPU)",
     )
     args = parser.parse_args(argv)
     kinds = [kind for kind in args.kinds.split(",") if kind]

@@ -6,7 +6,10 @@ the first to land, exactly one succeeds. moto's server answers requests on threa
 condition and applies the write as two steps without a lock, so two concurrent conditional
 writes can both succeed there. Code that relies on DynamoDB's rule (a claim taken once, an
 endpoint marked failing once, a delivery settled once) then fails, or worse passes, for reasons
-AWS never shows. Answering DynamoDB's requests one at a time restores the rule.
+AWS never shows. Answering each table's requests one at a time restores the rule (`TableLocks`).
+Only each table's: DynamoDB serves every table apart, so a request on one table never waits for
+another table's writes there, and must not here either (a tenant's claim queued behind another
+tenant's delivery writes is a wait AWS does not have, and the isolation bench measured it).
 
 moto's SQS queue deletes a message by rebuilding its message list from a copy, without the lock
 that adding a message takes: a message sent while another is deleted from the same queue can
@@ -39,32 +42,147 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-# Held by every DynamoDB request, and by a snapshot or a restore.
-_DYNAMODB_LOCK = threading.Lock()
 # Held while a message is added to or deleted from an SQS queue, and by a snapshot or a restore.
 _SQS_QUEUE_LOCK = threading.RLock()
 
+# DynamoDB's item operations, answered under the locks of the tables they name. Every other
+# operation (creating, changing, listing or describing tables, PartiQL, backups, tags) may read
+# or change any table, and is answered alone.
+ITEM_OPERATIONS = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "TransactGetItems",
+        "TransactWriteItems",
+    }
+)
+
+
+def tables_named(operation: str, params: Any) -> list[str] | None:
+    """The tables an item operation reads or writes, sorted (the order their locks are taken
+    in); None when the operation is no item operation or names no table it can be held to.
+    A table named by its ARN is the same table as by its name."""
+    if operation not in ITEM_OPERATIONS or not isinstance(params, dict):
+        return None
+    names: list[Any]
+    if "TransactItems" in params:
+        names = [
+            action.get("TableName")
+            for item in params["TransactItems"] or ()
+            if isinstance(item, dict)
+            for action in item.values()
+            if isinstance(action, dict)
+        ]
+    elif "RequestItems" in params:
+        names = list(params["RequestItems"] or ())
+    else:
+        names = [params.get("TableName")]
+    if not names or not all(isinstance(name, str) and name for name in names):
+        return None
+    return sorted({name.rpartition(":table/")[2] for name in names})
+
+
+class _Catalogue:
+    """Shared by the item requests (each also holding its tables' own locks), held alone by a
+    request that may touch any table and by a snapshot or a restore. A request waiting to hold
+    it alone goes before item requests that come after it, so a steady stream of item requests
+    cannot keep it waiting."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.Lock())
+        self._sharing = 0
+        self._alone = False
+        self._waiting_alone = 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._changed:
+            while self._alone or self._waiting_alone:
+                self._changed.wait()
+            self._sharing += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._sharing -= 1
+                if not self._sharing:
+                    self._changed.notify_all()
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        with self._changed:
+            self._waiting_alone += 1
+            while self._alone or self._sharing:
+                self._changed.wait()
+            self._waiting_alone -= 1
+            self._alone = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._alone = False
+                self._changed.notify_all()
+
+
+class TableLocks:
+    """DynamoDB's requests, each table's one at a time and every table's apart (module
+    docstring): an item request holds the locks of the tables it names, any other request holds
+    every table."""
+
+    def __init__(self) -> None:
+        self._catalogue = _Catalogue()
+        self._tables: dict[str, threading.Lock] = {}
+
+    @contextmanager
+    def held_for(self, operation: str, params: Any) -> Iterator[None]:
+        tables = tables_named(operation, params)
+        if tables is None:
+            with self._catalogue.alone():
+                yield
+            return
+        with self._catalogue.shared(), ExitStack() as held:
+            for table in tables:
+                # setdefault is one step under the interpreter lock: two requests naming a new
+                # table get the same lock.
+                held.enter_context(self._tables.setdefault(table, threading.Lock()))
+            yield
+
+    def every_table(self) -> AbstractContextManager[None]:
+        """Held while no DynamoDB request is being answered (a snapshot, a restore)."""
+        return self._catalogue.alone()
+
+
+_TABLE_LOCKS = TableLocks()
+
 
 def serialize_dynamodb() -> None:
-    """Answer DynamoDB requests under one lock (module docstring)."""
+    """Answer each DynamoDB table's requests one at a time (module docstring)."""
     from moto.dynamodb.responses import DynamoHandler
 
     if getattr(DynamoHandler.call_action, "_jobhooks_serialized", False):
         return
     answer = DynamoHandler.call_action
+    locks = _TABLE_LOCKS
 
     @functools.wraps(answer)
-    def one_at_a_time(self: Any) -> Any:
-        with _DYNAMODB_LOCK:
+    def one_at_a_time_per_table(self: Any) -> Any:
+        # moto has parsed the request into `params` before it answers it.
+        with locks.held_for(self._get_action(), getattr(self, "params", None)):
             return answer(self)
 
-    one_at_a_time._jobhooks_serialized = True  # type: ignore[attr-defined]
-    DynamoHandler.call_action = one_at_a_time  # type: ignore[method-assign]
+    one_at_a_time_per_table._jobhooks_serialized = True  # type: ignore[attr-defined]
+    DynamoHandler.call_action = one_at_a_time_per_table  # type: ignore[method-assign]
 
 
 def serialize_sqs_queue_writes() -> None:
@@ -158,7 +276,7 @@ def _quiet() -> ExitStack:
     from moto.core.base_backend import backend_lock
 
     held = ExitStack()
-    for lock in (_DYNAMODB_LOCK, _SQS_QUEUE_LOCK, backend_lock):
+    for lock in (_TABLE_LOCKS.every_table(), _SQS_QUEUE_LOCK, backend_lock):
         held.enter_context(lock)
     return held
 
@@ -422,9 +540,27 @@ def no_request_log() -> None:
     moto.server.MotoRequestHandler = Unlogged  # type: ignore[attr-defined,misc]
 
 
+# How often a thread busy in the interpreter hands it over to another that waits (Python's
+# default is 5 ms).
+SWITCH_INTERVAL_SECONDS = 0.0005
+
+
+def hand_over_often() -> None:
+    """Let a short request through between a long one's slices.
+
+    Every request here runs on a thread of one interpreter, and a thread that comes back from a
+    socket (a request read, an answer written) waits for the interpreter until the thread using
+    it hands it over: by default after 5 ms, several times per request. So a claim (about 3 ms
+    of work) answered beside a burst of another table's conditional updates (4-7 ms each) took
+    as long as the burst, while on AWS a request's time does not depend on other tables'. Handing
+    over every 0.5 ms bounds each of those waits at a tenth; the cost is more switching."""
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+
+
 def main() -> int:
     from moto.server import main as moto_main
 
+    hand_over_often()
     serialize_dynamodb()
     serialize_sqs_queue_writes()
     plain_answers = PlainAnswers(check=bool(os.environ.get(CHECK_PLAIN_ANSWERS)))
