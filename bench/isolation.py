@@ -5,7 +5,7 @@
                                         [--retry-schedule 0,5,5,5,5,5,5,5]
                                         [--kinds slow,hanging,failing]
                                         [--subscription-cache-seconds 30]
-                                        [--table-apart ClaimsTable]
+                                        [--table-apart ClaimsTable] [--slowest 5]
 
 RabbitMQ -> shovel -> SQS (moto) -> ingest (first attempts) -> SQS -> deliver -> loopback
 receivers, all of `jobhooks_tools.local.dev_stack` as `jobhooks dev` runs it, in one run. The
@@ -42,6 +42,12 @@ in it, under one interpreter lock, so near 100 % its threads (the quiet tenant's
 them) wait for each other, which Lambda's separate instances never do. `children` is the CPU
 of its child processes (the moto servers, the RabbitMQ node) over the same seconds, in % of one
 core, and `machine` how busy both cores were (every process of the machine, /proc/stat).
+
+`--slowest N` then lists, for each phase kind, its N slowest quiet webhooks and where their time
+went: from the publish to the end of the `ReceiveMessage` that gave ingest their batch (the
+shovel, SQS, a free poller), from there to their claim's conditional `PutItem`, the claim
+itself, and from the claim to their endpoint's receipt of the POST; and the stack's other AWS
+calls that ran during the claim, by operation and table or queue.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ import statistics
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -172,6 +179,15 @@ def main(argv: list[str] | None = None) -> int:
         "the local DynamoDB's one interpreter with other tables' (each table has its own locks "
         "there, not its own CPU)",
     )
+    parser.add_argument(
+        "--slowest",
+        type=int,
+        default=0,
+        metavar="N",
+        help="a diagnostic: for the N slowest quiet webhooks of each phase kind, where their time "
+        "went (to their ingest batch, to their claim, the claim, to the POST) and which AWS "
+        "calls of the stack ran during their claim",
+    )
     args = parser.parse_args(argv)
     kinds = [kind for kind in args.kinds.split(",") if kind]
     if not kinds or set(kinds) - set(KINDS):
@@ -242,7 +258,51 @@ def main(argv: list[str] | None = None) -> int:
             f"{f'{100 * phase.children_cpu_seconds / phase.seconds:.0f}%':>10}"
             f"{f'{100 * phase.machine_busy:.0f}%':>9}"
         )
+    if args.slowest:
+        for name, phase in results.items():
+            _print_slowest(name, phase, calls.every, args.slowest)
     return 0
+
+
+def _print_slowest(name: str, phase: Phase, calls: list[Call], count: int) -> None:
+    """Where the slowest quiet webhooks of a phase kind spent their time (`--slowest`)."""
+    claims = {call.claimed: call for call in calls if call.claimed}
+    print(f"slowest quiet webhooks {'alone' if name == 'alone' else f'beside {name}'}, ms:")
+    print(
+        f"  {'total':>6}{'to batch':>10}{'to claim':>10}{'claim':>7}{'to POST':>9}"
+        "  during the claim"
+    )
+    slowest = sorted(phase.webhooks, key=lambda webhook: webhook[1] - webhook[2])[:count]
+    for event_id, published, delivered in slowest:
+        claim = claims.get(event_id)
+        if claim is None:
+            print(f"  {1000 * (delivered - published):>6.0f}  (no claim seen)")
+            continue
+        received = max(
+            (
+                call.ended
+                for call in calls
+                if call.thread == claim.thread
+                and call.operation == "ReceiveMessage"
+                and call.ended <= claim.started
+            ),
+            default=published,
+        )
+        during = Counter(
+            f"{call.operation} {call.resource}"
+            for call in calls
+            if call is not claim
+            and call.operation != "ReceiveMessage"
+            and call.started < claim.ended
+            and call.ended > claim.started
+        )
+        print(
+            f"  {1000 * (delivered - published):>6.0f}{1000 * (received - published):>10.0f}"
+            f"{1000 * (claim.started - received):>10.0f}"
+            f"{1000 * (claim.ended - claim.started):>7.0f}"
+            f"{1000 * (delivered - claim.ended):>9.0f}  "
+            + ", ".join(f"{what} x{n}" for what, n in during.most_common(4))
+        )
 
 
 @dataclass
@@ -262,6 +322,21 @@ class Phase:
     children_cpu_seconds: float = 0.0
     machine_busy: float = 0.0  # of every core, 0-1 (pooled phases: their mean)
     phases: int = 1
+    # Each quiet webhook: its event, published and delivered at (for `--slowest`).
+    webhooks: list[tuple[str, float, float]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One AWS call of the stack, for `--slowest`: when, what, on which thread and resource, and
+    the event a claim's `PutItem` claims."""
+
+    started: float
+    ended: float
+    operation: str
+    thread: str
+    resource: str  # a table's or a queue's name, its stack prefix left out
+    claimed: str | None = None
 
 
 class AwsCallTimes:
@@ -271,6 +346,7 @@ class AwsCallTimes:
     def __init__(self) -> None:
         self.calls: list[tuple[float, float]] = []  # (start, seconds)
         self.operations: list[tuple[float, str]] = []  # (start, operation)
+        self.every: list[Call] = []  # long polls too
         make_api_call = botocore.client.BaseClient._make_api_call
 
         def timed(client: Any, operation: str, params: Any) -> Any:
@@ -278,9 +354,11 @@ class AwsCallTimes:
             try:
                 return make_api_call(client, operation, params)
             finally:
+                ended = time.time()
                 if operation != "ReceiveMessage":
-                    self.calls.append((started, time.time() - started))
+                    self.calls.append((started, ended - started))
                     self.operations.append((started, operation))
+                self.every.append(_call(started, ended, operation, params))
 
         botocore.client.BaseClient._make_api_call = timed  # type: ignore[method-assign]
 
@@ -289,6 +367,21 @@ class AwsCallTimes:
 
     def operations_between(self, start: float, end: float) -> list[str]:
         return [operation for at, operation in list(self.operations) if start <= at <= end]
+
+
+def _call(started: float, ended: float, operation: str, params: Any) -> Call:
+    params = params if isinstance(params, dict) else {}
+    named = (
+        params.get("TableName")
+        or params.get("QueueUrl")
+        or next(iter(params.get("RequestItems") or ()), "")
+    )
+    resource = str(named).rsplit("/", 1)[-1].rsplit("-", 1)[-1]
+    claimed = None
+    if operation == "PutItem" and resource == "ClaimsTable":
+        claimed = (params.get("Item") or {}).get("event_id", {}).get("S")
+    thread = threading.current_thread().name
+    return Call(started, ended, operation, thread, resource, claimed)
 
 
 class TableApart:
@@ -355,6 +448,7 @@ def _add(results: dict[str, Phase], name: str, phase: Phase) -> None:
         pooled.phases + 1
     )
     pooled.phases += 1
+    pooled.webhooks += phase.webhooks
 
 
 def _subscribe(receivers: Receivers, tenant: str, names: list[str], kind: str) -> None:
@@ -427,6 +521,11 @@ def _run(
     _wait(lambda: delivered() >= expected, timeout=900)
     stack.wait_until_idle(timeout=300)
     latencies = [quiet_endpoint.delivered[w] - published[w] for w in quiet_ids]
+    webhooks = [
+        (p.event_id, published[w], quiet_endpoint.delivered[w])
+        for p in quiet
+        for w in [webhook_id_for(p.event_id)]
+    ]
     operations = aws_calls.operations_between(started, time.time())
     return Phase(
         latencies,
@@ -440,6 +539,7 @@ def _run(
         publishing_ended - started,
         children_cpu,
         busy / total if total else 0.0,
+        webhooks=webhooks,
     )
 
 
