@@ -13,6 +13,7 @@ from jobhooks.inbound.envelope import (
     FORMAT,
     MAX_HEADER_NESTING,
     ForwardedMessage,
+    HeaderValue,
     NonUtf8String,
     OutOfRangeTimestamp,
     _sqs_json,
@@ -194,7 +195,7 @@ def test_non_finite_floats_travel_as_strict_json() -> None:
 
 
 def test_a_timestamp_past_year_9999_travels_as_its_seconds_and_reads_back_as_one() -> None:
-    headers = {"last": datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)}
+    headers: dict[str, HeaderValue] = {"last": datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)}
     headers |= {"next": OutOfRangeTimestamp(253_402_300_800), "max": OutOfRangeTimestamp(2**64 - 1)}
     text = ForwardedMessage("x", "job.completed", b"", headers).to_json()
 
@@ -227,7 +228,7 @@ def test_an_out_of_range_timestamp_is_only_what_datetime_cannot_hold(seconds: in
 
 
 def test_a_long_string_that_is_not_utf8_travels_as_str_base64_and_stays_one() -> None:
-    headers = {
+    headers: dict[str, HeaderValue] = {
         "note": NonUtf8String(b"caf\xe9"),
         "raw": b"caf\xe9",
         "nested": [NonUtf8String(b"\xff")],
@@ -256,7 +257,7 @@ def test_headers_nest_up_to_the_cap_and_no_deeper() -> None:
     at_cap = ForwardedMessage("x", "job.completed", b"", {"h": nested_tables(MAX_HEADER_NESTING)})
     assert ForwardedMessage.from_json(at_cap.to_json()).headers == at_cap.headers
 
-    past_cap = {"h": nested_tables(MAX_HEADER_NESTING + 1), "ok": 1}
+    past_cap: dict[str, HeaderValue] = {"h": nested_tables(MAX_HEADER_NESTING + 1), "ok": 1}
     with pytest.raises(ValueError, match="header 'h': tables and arrays nest deeper than 32"):
         ForwardedMessage("x", "job.completed", b"", past_cap).to_json()
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jobhooks.inbound.envelope import (
     ForwardedMessage,
+    HeaderValue,
     NonUtf8String,
     OutOfRangeTimestamp,
     header_text,
@@ -230,7 +231,7 @@ def test_odd_unsigned_headers_of_any_publisher_do_not_spoil_a_valid_event() -> N
     "t",
     [OutOfRangeTimestamp(2**63), datetime.fromtimestamp(T, UTC), NonUtf8String(str(T).encode())],
 )
-def test_t_must_be_a_base_10_integer_not_a_timestamp_or_non_utf8_string(t: object) -> None:
+def test_t_must_be_a_base_10_integer_not_a_timestamp_or_non_utf8_string(t: HeaderValue) -> None:
     message = signed().forwarded()
     headers = {**message.headers, "t": t}
     forwarded = ForwardedMessage.from_json(
