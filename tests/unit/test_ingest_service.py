@@ -409,6 +409,24 @@ def test_allow_stale_lifts_only_the_stale_rule(world: World) -> None:
     assert rejected.reason is Reason.FUTURE_TIMESTAMP
 
 
+def test_each_read_takes_the_stale_switch_and_the_keys_of_its_own_call(world: World) -> None:
+    # The policy built for one read is reused by the next only when nothing it was built from
+    # changed: the switch of a replay, or the keys, must never leak into the following read.
+    stale = signed(timestamp=T - 8 * 86400)
+    assert world.service.ingest_record(message(stale), allow_stale=True).outcome is (
+        IngestOutcome.ACCEPTED
+    )
+    later_copy = signed(timestamp=T - 8 * 86400)
+    assert world.service.ingest_record(message(later_copy)).reason is Reason.STALE_TIMESTAMP
+
+    assert world.service.ingest_record(message(signed())).outcome is IngestOutcome.ACCEPTED
+    world.service.keys = StaticKeys((OTHER_KEY,))
+    by_old_key = signed()
+    assert world.service.ingest_record(message(by_old_key)).reason is Reason.SIGNATURE_MISMATCH
+    by_new_key = make_job_event(OTHER_KEY, tenant_id="acme", timestamp=T)
+    assert world.service.ingest_record(message(by_new_key)).outcome is IngestOutcome.ACCEPTED
+
+
 def test_a_signature_mismatch_re_reads_the_keys_once_before_quarantining(
     world: World,
 ) -> None:

@@ -368,6 +368,28 @@ def test_the_webhook_time_is_utc_milliseconds_truncated(
     assert format_timestamp(moment) == expected
 
 
+@pytest.mark.parametrize(
+    ("moment", "expected"),
+    [
+        (datetime(1, 1, 1, tzinfo=UTC), "0001-01-01T00:00:00.000Z"),
+        (datetime(999, 9, 9, 9, 9, 9, 9_999, tzinfo=UTC), "0999-09-09T09:09:09.009Z"),
+        (datetime(1000, 10, 10, 10, 10, 10, 10_000, tzinfo=UTC), "1000-10-10T10:10:10.010Z"),
+        (datetime(2026, 7, 13, 18, 4, 11, 204_999, tzinfo=UTC), "2026-07-13T18:04:11.204Z"),
+        (datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC), "9999-12-31T23:59:59.999Z"),
+        (
+            datetime(2026, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=1))),
+            "2025-12-31T23:30:00.000Z",
+        ),
+    ],
+)
+def test_the_webhook_time_pads_every_field_at_the_edges_of_its_range(
+    moment: datetime, expected: str
+) -> None:
+    # The fields come from a table of two-digit strings: a year below 1000, a single-digit
+    # field and milliseconds below 10 or 100 must still be zero-padded, the last digit kept.
+    assert format_timestamp(moment) == expected
+
+
 category_fragments = st.sampled_from(
     [
         "connection",

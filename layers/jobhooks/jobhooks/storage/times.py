@@ -36,16 +36,19 @@ def format_timestamp(moment: datetime) -> str:
     and endpoint health format times without importing the inbound event's models."""
     if moment.tzinfo is not UTC:  # the event's times are UTC already: skip the conversion
         moment = moment.astimezone(UTC)
-    # Spelled out: isoformat(timespec=...) and the "+00:00" replacement cost half as much again.
-    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # noqa: UP031 - one C call, unlike f-strings
-        moment.year,
-        moment.month,
-        moment.day,
-        moment.hour,
-        moment.minute,
-        moment.second,
-        moment.microsecond // 1000,
+    # Every field from a table of two-digit strings: each `%02d` (or isoformat's sprintf) builds
+    # and pads a string of its own, a dozen thousand instructions for the seven on every webhook.
+    two, year, millis = _TWO_DIGITS, moment.year, moment.microsecond // 1000
+    return (
+        f"{two[year // 100]}{two[year % 100]}-{two[moment.month]}-{two[moment.day]}"
+        f"T{two[moment.hour]}:{two[moment.minute]}:{two[moment.second]}"
+        f".{two[millis // 10]}{_DIGITS[millis % 10]}Z"
     )
+
+
+# Built once per process. A year is two pairs (datetime's years run from 1 to 9999).
+_TWO_DIGITS = tuple(f"{number:02d}" for number in range(100))
+_DIGITS = "0123456789"
 
 
 def parse_time(text: str) -> datetime:
