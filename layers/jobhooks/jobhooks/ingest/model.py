@@ -12,6 +12,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
+from jobhooks.frozen_record import FrozenRecord
 from jobhooks.inbound.rejection import Reason
 from jobhooks.ingest.limits import QUARANTINE_ID_PATTERN as QUARANTINE_ID_PATTERN
 from jobhooks.moved_names import moved_name
@@ -74,14 +75,19 @@ class Claim:
 MAX_EVENTS_PER_BATCH_RECORD: Final = 100
 
 
-@dataclass(frozen=True, slots=True)
-class FanOutPlan:
+class FanOutPlan(FrozenRecord):
     """What a claim records when it is made: the fan-out decided before the claim, and the
     completion record (`batch_id`) that will say the fan-out was done."""
 
+    __slots__ = ("batch_id", "payload", "subscription_ids")
     batch_id: str
     payload: str
     subscription_ids: tuple[str, ...]
+
+    def __init__(self, batch_id: str, payload: str, subscription_ids: tuple[str, ...]) -> None:
+        object.__setattr__(self, "batch_id", batch_id)
+        object.__setattr__(self, "payload", payload)
+        object.__setattr__(self, "subscription_ids", subscription_ids)
 
     @property
     def matched(self) -> int:
@@ -132,11 +138,14 @@ class EventRecord:
         return document
 
 
-@dataclass(frozen=True, slots=True)
-class Duplicate:
+class Duplicate(FrozenRecord):
     """The event was already ingested; `existing` is its record."""
 
+    __slots__ = ("existing",)
     existing: EventRecord
+
+    def __init__(self, existing: EventRecord) -> None:
+        object.__setattr__(self, "existing", existing)
 
 
 # -- the use case's results ----------------------------------------------------------------------
@@ -148,16 +157,30 @@ class IngestOutcome(StrEnum):
     REJECTED = "rejected"
 
 
-@dataclass(frozen=True, slots=True)
-class IngestResult:
+class IngestResult(FrozenRecord):
     """What ingesting one message came to."""
 
+    __slots__ = ("deliveries", "event_id", "outcome", "quarantine_id", "reason")
     outcome: IngestOutcome
-    event_id: str | None = None
+    event_id: str | None
     """The verified `ce-id`; for a rejection, the one the message claims (unverified)."""
-    deliveries: int = 0
-    reason: Reason | None = None
-    quarantine_id: str | None = None
+    deliveries: int
+    reason: Reason | None
+    quarantine_id: str | None
+
+    def __init__(
+        self,
+        outcome: IngestOutcome,
+        event_id: str | None = None,
+        deliveries: int = 0,
+        reason: Reason | None = None,
+        quarantine_id: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "outcome", outcome)
+        object.__setattr__(self, "event_id", event_id)
+        object.__setattr__(self, "deliveries", deliveries)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "quarantine_id", quarantine_id)
 
     @property
     def summary(self) -> str:
