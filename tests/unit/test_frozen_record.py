@@ -3,7 +3,8 @@
 Each record below is held to a reference: the frozen dataclass made from the fields and
 defaults its `@dataclass(frozen=True, slots=True)` declared (written out here, not read from the
 class under test). Same constructor, `repr`, `==` and `hash`, the same errors on assignment and
-deletion, and copies and pickles that come back equal.
+deletion, copies and pickles that come back equal, and `replace` makes what `dataclasses.replace`
+made.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from jobhooks.delivery.network_policy import CheckedTarget, NetworkPolicy, resol
 from jobhooks.delivery.retry_schedule import RetrySchedule
 from jobhooks.delivery.stored_page import StoredPage
 from jobhooks.endpoint_health.model import HealthThresholds
-from jobhooks.frozen_record import FrozenRecord
-from jobhooks.ingest.model import Duplicate, FanOutPlan, IngestResult
+from jobhooks.frozen_record import FrozenRecord, replace
+from jobhooks.inbound.job_events import VerificationPolicy
+from jobhooks.ingest.inbound import InboundMessage
+from jobhooks.ingest.model import Claim, Duplicate, EventRecord, FanOutPlan, IngestResult
 from jobhooks.storage.claimed_event import ClaimedEvent
 
 LAYER = Path(__file__).resolve().parents[2] / "layers" / "jobhooks"
@@ -97,6 +100,47 @@ DECLARED: dict[type[FrozenRecord], tuple[tuple[str, Any], ...]] = {
         ("tenant_id", REQUIRED),
         ("batch_id", REQUIRED),
         ("subscription_ids", REQUIRED),
+    ),
+    Claim: (
+        ("event_id", REQUIRED),
+        ("tenant_id", REQUIRED),
+        ("event_type", REQUIRED),
+        ("job_id", REQUIRED),
+        ("token", REQUIRED),
+        ("lease_until_ms", REQUIRED),
+        ("took_over", None),
+        ("signed_at", None),
+    ),
+    EventRecord: (
+        ("event_id", REQUIRED),
+        ("state", REQUIRED),
+        ("tenant_id", REQUIRED),
+        ("event_type", REQUIRED),
+        ("job_id", REQUIRED),
+        ("claimed_at", REQUIRED),
+        ("expires_at", REQUIRED),
+        ("lease_until_ms", None),
+        ("done_at", None),
+        ("matched", None),
+        ("payload", None),
+        ("unmatched", False),
+        ("subscription_ids", None),
+        ("batch_id", None),
+    ),
+    InboundMessage: (
+        ("body", REQUIRED),
+        ("message_id", REQUIRED),
+        ("sent_at", REQUIRED),
+        ("replay_of", None),
+        ("receipt_handle", None),
+    ),
+    VerificationPolicy: (
+        ("keys", REQUIRED),
+        ("max_age_seconds", 604800),
+        ("max_future_seconds", 30.0),
+        ("allow_legacy_signatures", False),
+        ("allowed_sources", frozenset()),
+        ("max_emission_lag_seconds", 604800),
     ),
 }
 
@@ -212,6 +256,26 @@ def test_a_record_is_copied_and_pickled_whole(cls: type[FrozenRecord]) -> None:
         assert type(copied) is cls
         assert copied == record
         assert repr(copied) == repr(record)
+
+
+@pytest.mark.parametrize("cls", RECORDS, ids=NAMES)
+def test_a_record_is_copied_with_changes_as_dataclasses_replace_copies_its_dataclass(
+    cls: type[FrozenRecord],
+) -> None:
+    made = reference(cls)
+    sample, other = values_of(cls, 0), values_of(cls, 1)
+    record, expected = cls(**sample), made(**sample)
+    for name in sample:
+        changed = replace(record, **{name: other[name]})
+        assert type(changed) is cls
+        assert changed == cls(**{**sample, name: other[name]})
+        assert repr(changed) == repr(dataclasses.replace(expected, **{name: other[name]}))
+    assert replace(record) == record
+    assert replace(record) is not record
+    with pytest.raises(TypeError, match="unexpected keyword argument 'not_a_field'"):
+        replace(record, not_a_field=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'not_a_field'"):
+        dataclasses.replace(expected, not_a_field=1)
 
 
 def test_a_record_must_list_its_fields_in_its_slots() -> None:

@@ -18,10 +18,10 @@ the rest, with a frozen dataclass's behaviour:
 - `copy`, `deepcopy` and `pickle` rebuild a record from its fields' values; `__match_args__`
   lists the fields for `match`.
 
-A record has `__slots__`, so no `__dict__`. It is not a dataclass: `dataclasses.replace`,
-`fields` and `asdict` do not accept one, so a record that is copied with changes stays a
-dataclass (`Claim`, `EventRecord`, `InboundMessage`, `VerificationPolicy`), and so does one whose
-fields need `field()` options (`HmacKey`). `tests/unit/test_frozen_record.py` holds every
+A record has `__slots__`, so no `__dict__`. It is not a dataclass: `dataclasses.fields` and
+`asdict` do not accept one, and a copy with changes is this module's `replace`, which makes it
+as `dataclasses.replace` makes a dataclass's. A record whose fields need `field()` options stays
+a dataclass (`HmacKey`). `tests/unit/test_frozen_record.py` holds every
 subclass to the frozen dataclass of the same fields and defaults.
 """
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import FrozenInstanceError
 from operator import attrgetter
-from typing import Any, ClassVar, dataclass_transform
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 
 @dataclass_transform(frozen_default=True)
@@ -82,3 +82,12 @@ class FrozenRecord:
     def __setstate__(self, state: list[Any]) -> None:
         for name, value in zip(self._fields, state, strict=True):
             object.__setattr__(self, name, value)
+
+
+Record = TypeVar("Record", bound=FrozenRecord)
+
+
+def replace(record: Record, /, **changes: Any) -> Record:
+    """A new record of `record`'s class: its fields, but for `changes` (`dataclasses.replace`)."""
+    values = dict(zip(record._fields, type(record)._values(record), strict=True))
+    return type(record)(**{**values, **changes})
