@@ -9,12 +9,13 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from jobhooks.delivery_queue import DeliveryEnqueueError
 from jobhooks.delivery_task import DeliveryTask
+from jobhooks.frozen_record import replace
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.job_events import VerificationPolicy
 from jobhooks.inbound.keys import HmacKey

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
+
+from jobhooks.frozen_record import FrozenRecord
 
 TABLE_NAME: Final = "background_job_completed"
 # The S3 prefix the table's objects live under (Firehose writes `<prefix>dt=YYYY-MM-DD/...`).
@@ -53,18 +54,34 @@ _DUCKDB_TYPES: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Column:
+class Column(FrozenRecord):
     """One column of the analytics contract."""
 
+    __slots__ = ("name", "nullable", "privacy", "reason", "source", "type")
     name: str
     type: ContractType
     privacy: Privacy
     source: str
     """Where the value comes from (the outcome field, or how it is derived from the outcome)."""
-    reason: str = ""
+    reason: str
     """Extras only: why the column exists (the contract: no column without a written need)."""
-    nullable: bool = False
+    nullable: bool
+
+    def __init__(
+        self,
+        name: str,
+        type: ContractType,
+        privacy: Privacy,
+        source: str,
+        reason: str = "",
+        nullable: bool = False,
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "privacy", privacy)
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "nullable", nullable)
 
     @property
     def glue_type(self) -> str:

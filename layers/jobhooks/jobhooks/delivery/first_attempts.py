@@ -27,11 +27,11 @@ import secrets
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from jobhooks.delivery.exceptions import DeliveryLogBusyError
+from jobhooks.frozen_record import FrozenRecord
 from jobhooks.moved_names import moved_name
 from jobhooks.storage.reads import batch_get
 from jobhooks.storage.times import (
@@ -69,25 +69,51 @@ def batch_time(batch_id: str) -> datetime | None:
     return datetime.fromtimestamp(int(prefix) / 1000, UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class FirstAttempt:
+class FirstAttempt(FrozenRecord):
     """One delivery's successful first attempt (made by ingest)."""
 
+    __slots__ = ("at", "event_id", "event_type", "latency_ms", "status_code")
     event_id: str
     event_type: str
     at: datetime
     status_code: int
     latency_ms: int
 
+    def __init__(
+        self,
+        event_id: str,
+        event_type: str,
+        at: datetime,
+        status_code: int,
+        latency_ms: int,
+    ) -> None:
+        object.__setattr__(self, "event_id", event_id)
+        object.__setattr__(self, "event_type", event_type)
+        object.__setattr__(self, "at", at)
+        object.__setattr__(self, "status_code", status_code)
+        object.__setattr__(self, "latency_ms", latency_ms)
 
-@dataclass(frozen=True, slots=True)
-class FirstAttemptPage:
+
+class FirstAttemptPage(FrozenRecord):
     """The first-attempt successes of one subscription in one ingest batch."""
 
+    __slots__ = ("batch_id", "subscription_id", "successes", "tenant_id")
     subscription_id: str
     tenant_id: str
     batch_id: str
     successes: tuple[FirstAttempt, ...]
+
+    def __init__(
+        self,
+        subscription_id: str,
+        tenant_id: str,
+        batch_id: str,
+        successes: tuple[FirstAttempt, ...],
+    ) -> None:
+        object.__setattr__(self, "subscription_id", subscription_id)
+        object.__setattr__(self, "tenant_id", tenant_id)
+        object.__setattr__(self, "batch_id", batch_id)
+        object.__setattr__(self, "successes", successes)
 
     @property
     def created_at(self) -> datetime:

@@ -5,13 +5,13 @@ log's DynamoDB adapter (`attempt_log`), the HTTP client (`http_client`), the met
 management API all speak in these types.
 """
 
-from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobhooks.frozen_record import FrozenRecord
 from jobhooks.moved_names import moved_name
 
 if TYPE_CHECKING:
@@ -44,8 +44,7 @@ class PostError(StrEnum):
     PROTOCOL_ERROR = "protocol_error"
 
 
-@dataclass(frozen=True, slots=True)
-class PostResult:
+class PostResult(FrozenRecord):
     """One attempt: a status code, or an `error` with a `detail` sentence, never both.
 
     `response_excerpt` is at most `RESPONSE_EXCERPT_BYTES` of the body (as UTF-8), and only a
@@ -53,13 +52,40 @@ class PostResult:
     other; whether it counts as delivered is the caller's decision (`succeeded` says no).
     """
 
+    __slots__ = (
+        "address",
+        "detail",
+        "error",
+        "latency_ms",
+        "response_excerpt",
+        "retry_after_seconds",
+        "status_code",
+    )
     status_code: int | None
     error: PostError | None
     detail: str | None
     latency_ms: int
-    response_excerpt: str = ""
-    retry_after_seconds: int | None = None
-    address: str | None = None  # where the request went; None when no connection was made
+    response_excerpt: str
+    retry_after_seconds: int | None
+    address: str | None  # where the request went; None when no connection was made
+
+    def __init__(
+        self,
+        status_code: int | None,
+        error: PostError | None,
+        detail: str | None,
+        latency_ms: int,
+        response_excerpt: str = "",
+        retry_after_seconds: int | None = None,
+        address: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "status_code", status_code)
+        object.__setattr__(self, "error", error)
+        object.__setattr__(self, "detail", detail)
+        object.__setattr__(self, "latency_ms", latency_ms)
+        object.__setattr__(self, "response_excerpt", response_excerpt)
+        object.__setattr__(self, "retry_after_seconds", retry_after_seconds)
+        object.__setattr__(self, "address", address)
 
     @property
     def succeeded(self) -> bool:
@@ -206,17 +232,40 @@ class DeliveryResult(StrEnum):
     """Too little of the invocation was left to make the attempt; SQS brings the task back."""
 
 
-@dataclass(frozen=True)
-class DeliveryOutcome:
+class DeliveryOutcome(FrozenRecord):
     """What one delivery task came to: its result, the attempt made, when to retry."""
 
+    __slots__ = (
+        "attempt",
+        "delivery_id",
+        "disabled_subscription",
+        "failure_class",
+        "result",
+        "retry_in_seconds",
+    )
     result: DeliveryResult
-    delivery_id: str | None = None
-    attempt: DeliveryAttempt | None = None
-    failure_class: FailureClass | None = None
-    retry_in_seconds: int | None = None
-    disabled_subscription: bool = False
+    delivery_id: str | None
+    attempt: DeliveryAttempt | None
+    failure_class: FailureClass | None
+    retry_in_seconds: int | None
+    disabled_subscription: bool
     """A 410 whose settle disabled the subscription (not one a concurrent 410 disabled)."""
+
+    def __init__(
+        self,
+        result: DeliveryResult,
+        delivery_id: str | None = None,
+        attempt: DeliveryAttempt | None = None,
+        failure_class: FailureClass | None = None,
+        retry_in_seconds: int | None = None,
+        disabled_subscription: bool = False,
+    ) -> None:
+        object.__setattr__(self, "result", result)
+        object.__setattr__(self, "delivery_id", delivery_id)
+        object.__setattr__(self, "attempt", attempt)
+        object.__setattr__(self, "failure_class", failure_class)
+        object.__setattr__(self, "retry_in_seconds", retry_in_seconds)
+        object.__setattr__(self, "disabled_subscription", disabled_subscription)
 
     @property
     def acked(self) -> bool:

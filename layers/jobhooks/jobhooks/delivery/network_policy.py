@@ -25,13 +25,13 @@ from __future__ import annotations
 import re
 import socket
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
 from typing import Final, NamedTuple
 
 from jobhooks.delivery.exceptions import RefusalCode, RefusedUrlError
 from jobhooks.delivery.limits import MAX_URL_LENGTH as MAX_URL_LENGTH
+from jobhooks.frozen_record import FrozenRecord
 
 IPAddress = IPv4Address | IPv6Address
 
@@ -233,18 +233,32 @@ def resolve_host(host: str) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-@dataclass(frozen=True, slots=True)
-class CheckedTarget:
+class CheckedTarget(FrozenRecord):
     """A webhook URL that passed the policy, with the addresses it may be reached at.
 
     Connect only to `addresses` (in order), never to a fresh resolution of `host`.
     """
 
+    __slots__ = ("addresses", "host", "port", "request_target", "scheme")
     scheme: str
     host: str  # lower case; an IPv6 literal without brackets
     port: int
     request_target: str  # path and query as sent on the request line, at least "/"
     addresses: tuple[IPAddress, ...]
+
+    def __init__(
+        self,
+        scheme: str,
+        host: str,
+        port: int,
+        request_target: str,
+        addresses: tuple[IPAddress, ...],
+    ) -> None:
+        object.__setattr__(self, "scheme", scheme)
+        object.__setattr__(self, "host", host)
+        object.__setattr__(self, "port", port)
+        object.__setattr__(self, "request_target", request_target)
+        object.__setattr__(self, "addresses", addresses)
 
     @property
     def host_header(self) -> str:
@@ -264,12 +278,20 @@ class _ParsedUrl(NamedTuple):
     literal: IPAddress | None
 
 
-@dataclass(frozen=True, slots=True)
-class NetworkPolicy:
+class NetworkPolicy(FrozenRecord):
     """The rules for outbound webhook connections. Production uses the defaults."""
 
-    allow_private_networks: bool = False
-    resolver: Resolver = resolve_host
+    __slots__ = ("allow_private_networks", "resolver")
+    allow_private_networks: bool
+    resolver: Resolver
+
+    def __init__(
+        self,
+        allow_private_networks: bool = False,
+        resolver: Resolver = resolve_host,
+    ) -> None:
+        object.__setattr__(self, "allow_private_networks", allow_private_networks)
+        object.__setattr__(self, "resolver", resolver)
 
     def check_url(self, url: str) -> CheckedTarget:
         """The URL parsed, resolved once and checked; raises `RefusedUrlError` with a code."""

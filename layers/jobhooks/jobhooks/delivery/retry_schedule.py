@@ -13,8 +13,9 @@ task arrives.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final
+
+from jobhooks.frozen_record import FrozenRecord
 
 DEFAULT_RETRY_SCHEDULE: Final = "0,5,300,1800,7200,18000,36000,36000"
 JITTER: Final = 0.2
@@ -38,14 +39,16 @@ class InvalidRetryScheduleError(ValueError):
     code: Final = "invalid_retry_schedule"
 
 
-@dataclass(frozen=True, slots=True)
-class RetrySchedule:
+class RetrySchedule(FrozenRecord):
     """Seconds to wait before each attempt; `delays[0]` (before attempt 1) is always 0."""
 
+    __slots__ = ("delays", "jitter")
     delays: tuple[int, ...]
-    jitter: float = JITTER
+    jitter: float
 
-    def __post_init__(self) -> None:
+    def __init__(self, delays: tuple[int, ...], jitter: float = JITTER) -> None:
+        object.__setattr__(self, "delays", delays)
+        object.__setattr__(self, "jitter", jitter)
         if not 1 <= len(self.delays) <= MAX_ATTEMPTS:
             raise InvalidRetryScheduleError(
                 f"a retry schedule has 1 to {MAX_ATTEMPTS} entries, one per attempt"

@@ -6,24 +6,28 @@ function and the management API); ingest, which writes the pages, does not defin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from jobhooks.delivery.model import DeliveryAttempt, DeliveryRecord, DeliveryStatus
 from jobhooks.delivery_task import delivery_id_for
+from jobhooks.frozen_record import FrozenRecord
 from jobhooks.webhook_signature import webhook_id_for
 
 if TYPE_CHECKING:
     from jobhooks.delivery.first_attempts import FirstAttempt, FirstAttemptPage
 
 
-@dataclass(frozen=True, slots=True)
-class StoredPage:
+class StoredPage(FrozenRecord):
     """A page as read back, with the time DynamoDB's TTL will delete it."""
 
+    __slots__ = ("expires_at", "page")
     page: FirstAttemptPage
     expires_at: datetime
+
+    def __init__(self, page: FirstAttemptPage, expires_at: datetime) -> None:
+        object.__setattr__(self, "page", page)
+        object.__setattr__(self, "expires_at", expires_at)
 
     def records(self) -> tuple[DeliveryRecord, ...]:
         """Each success as the delivery record the attempt log would have held."""

@@ -11,13 +11,13 @@ costs no read and no write beyond what it already did:
 And, only while one is owed, the notifications whose sending failed (`endpoint_health.owed`).
 """
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
 from jobhooks.endpoint_health.owed import OwedNotification
+from jobhooks.frozen_record import FrozenRecord
 
 DEFAULT_FAILING_AFTER: Final = 5
 # Svix's rule: an endpoint whose every attempt failed for five days is disabled.
@@ -54,10 +54,18 @@ class EndpointHealth(BaseModel):
 HEALTHY: Final = EndpointHealth()
 
 
-@dataclass(frozen=True, slots=True)
-class HealthThresholds:
+class HealthThresholds(FrozenRecord):
     """`failing_after` failed attempts in a row make an endpoint failing; every attempt failing
     for `auto_disable_after` (None: never) disables it."""
 
-    failing_after: int = DEFAULT_FAILING_AFTER
-    auto_disable_after: timedelta | None = DEFAULT_AUTO_DISABLE_AFTER
+    __slots__ = ("auto_disable_after", "failing_after")
+    failing_after: int
+    auto_disable_after: timedelta | None
+
+    def __init__(
+        self,
+        failing_after: int = DEFAULT_FAILING_AFTER,
+        auto_disable_after: timedelta | None = DEFAULT_AUTO_DISABLE_AFTER,
+    ) -> None:
+        object.__setattr__(self, "failing_after", failing_after)
+        object.__setattr__(self, "auto_disable_after", auto_disable_after)

@@ -7,9 +7,9 @@ Every rule of contracts/fetcher-job-events.md runs here in one order, and every 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from jobhooks.frozen_record import FrozenRecord
 from jobhooks.inbound.cross_checks import (
     attributed_tenant,
     check_event_identity,
@@ -29,19 +29,42 @@ from jobhooks.inbound.verification import verify_signature
 DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600
 
 
-@dataclass(frozen=True, slots=True)
-class VerificationPolicy:
+class VerificationPolicy(FrozenRecord):
     """How a message is verified: its HMAC keys, its freshness window and allowed sources."""
 
+    __slots__ = (
+        "allow_legacy_signatures",
+        "allowed_sources",
+        "keys",
+        "max_age_seconds",
+        "max_emission_lag_seconds",
+        "max_future_seconds",
+    )
     keys: Sequence[HmacKey]
-    max_age_seconds: float = DEFAULT_RETENTION_SECONDS
-    max_future_seconds: float = DEFAULT_FUTURE_SKEW_SECONDS
-    allow_legacy_signatures: bool = False
+    max_age_seconds: float
+    max_future_seconds: float
+    allow_legacy_signatures: bool
     # Empty: ce-source is not checked (a bounded label). Otherwise the only values it may have.
-    allowed_sources: frozenset[str] = frozenset()
+    allowed_sources: frozenset[str]
     # How long before `t` a ce-time still counts: the retention, kept apart from
     # max_age_seconds because an operator's replay may lift the stale check (0) for one message.
-    max_emission_lag_seconds: float = DEFAULT_RETENTION_SECONDS
+    max_emission_lag_seconds: float
+
+    def __init__(
+        self,
+        keys: Sequence[HmacKey],
+        max_age_seconds: float = DEFAULT_RETENTION_SECONDS,
+        max_future_seconds: float = DEFAULT_FUTURE_SKEW_SECONDS,
+        allow_legacy_signatures: bool = False,
+        allowed_sources: frozenset[str] = frozenset(),
+        max_emission_lag_seconds: float = DEFAULT_RETENTION_SECONDS,
+    ) -> None:
+        object.__setattr__(self, "keys", keys)
+        object.__setattr__(self, "max_age_seconds", max_age_seconds)
+        object.__setattr__(self, "max_future_seconds", max_future_seconds)
+        object.__setattr__(self, "allow_legacy_signatures", allow_legacy_signatures)
+        object.__setattr__(self, "allowed_sources", allowed_sources)
+        object.__setattr__(self, "max_emission_lag_seconds", max_emission_lag_seconds)
 
 
 def read_forwarded_message(

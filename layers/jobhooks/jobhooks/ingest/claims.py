@@ -28,12 +28,12 @@ from __future__ import annotations
 import secrets
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
+from jobhooks.frozen_record import replace
 from jobhooks.ingest.claim_retention import claim_expires_at
 from jobhooks.ingest.exceptions import (
     ClaimInProgressError,

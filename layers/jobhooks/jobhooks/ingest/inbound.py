@@ -7,10 +7,10 @@ handed the message to SQS, not when a possibly much later invocation got to it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from jobhooks.frozen_record import FrozenRecord
 from jobhooks.inbound.envelope import ForwardedMessage, header_text
 from jobhooks.inbound.rejection import RejectedMessageError
 
@@ -18,20 +18,34 @@ from jobhooks.inbound.rejection import RejectedMessageError
 MAX_EVENT_ID_CHARS: Final = 512
 
 
-@dataclass(frozen=True, slots=True)
-class InboundMessage:
+class InboundMessage(FrozenRecord):
     """One record of the ingest queue, as ingest reads it."""
 
+    __slots__ = ("body", "message_id", "receipt_handle", "replay_of", "sent_at")
     body: str
     """The SQS body, verbatim: the `jobhooks.amqp/1` forwarded message (or anything else)."""
     message_id: str
     """The SQS message id (of the original message, for a replay)."""
     sent_at: datetime
     """The receipt clock freshness is judged against."""
-    replay_of: str | None = None
+    replay_of: str | None
     """The quarantine id this message is a replay of."""
-    receipt_handle: str | None = None
+    receipt_handle: str | None
     """The SQS receipt handle of this receipt (none for a replay)."""
+
+    def __init__(
+        self,
+        body: str,
+        message_id: str,
+        sent_at: datetime,
+        replay_of: str | None = None,
+        receipt_handle: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "message_id", message_id)
+        object.__setattr__(self, "sent_at", sent_at)
+        object.__setattr__(self, "replay_of", replay_of)
+        object.__setattr__(self, "receipt_handle", receipt_handle)
 
     @classmethod
     def from_lambda_record(

@@ -7,8 +7,7 @@ skip the staleness rule (a maximum age of 0), never the future-timestamp rule.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from jobhooks.frozen_record import replace
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
 from jobhooks.inbound.keys import HmacKey

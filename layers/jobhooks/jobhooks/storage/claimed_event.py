@@ -7,13 +7,13 @@ for its key helpers, does not define it at import.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from jobhooks.frozen_record import FrozenRecord
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimedEvent:
+class ClaimedEvent(FrozenRecord):
     """What an event's claim says about its deliveries."""
 
+    __slots__ = ("batch_id", "event_id", "subscription_ids", "tenant_id")
     event_id: str
     tenant_id: str
     batch_id: str | None
@@ -21,3 +21,15 @@ class ClaimedEvent:
     subscription_ids: tuple[str, ...] | None
     """The subscriptions the event was fanned out to, sorted; None when the claim does not say
     (in progress, or completed before claims recorded them)."""
+
+    def __init__(
+        self,
+        event_id: str,
+        tenant_id: str,
+        batch_id: str | None,
+        subscription_ids: tuple[str, ...] | None,
+    ) -> None:
+        object.__setattr__(self, "event_id", event_id)
+        object.__setattr__(self, "tenant_id", tenant_id)
+        object.__setattr__(self, "batch_id", batch_id)
+        object.__setattr__(self, "subscription_ids", subscription_ids)
