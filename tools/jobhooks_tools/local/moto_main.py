@@ -42,6 +42,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
@@ -540,6 +541,27 @@ def no_request_log() -> None:
     moto.server.MotoRequestHandler = Unlogged  # type: ignore[attr-defined,misc]
 
 
+# Set by `MotoServer` to the pid of the process that starts the server.
+OWNER_PID = "JOBHOOKS_MOTO_OWNER_PID"
+
+
+def end_with_owner() -> None:
+    """Exit once the process that started this server is gone without stopping it (killed, a CI
+    timeout, a bench stopped mid-run): a server left behind keeps its memory and its port, and
+    answers whatever finds that port next. The owner is this process's parent; when it dies,
+    the server is handed to another parent, which is what the watch sees."""
+    owner = os.environ.get(OWNER_PID)
+    if not owner or not owner.isdigit():
+        return
+
+    def watch() -> None:
+        while os.getppid() == int(owner):
+            time.sleep(1)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="owner-watch", daemon=True).start()
+
+
 # How often a thread busy in the interpreter hands it over to another that waits (Python's
 # default is 5 ms).
 SWITCH_INTERVAL_SECONDS = 0.0005
@@ -560,6 +582,7 @@ def hand_over_often() -> None:
 def main() -> int:
     from moto.server import main as moto_main
 
+    end_with_owner()
     hand_over_often()
     serialize_dynamodb()
     serialize_sqs_queue_writes()

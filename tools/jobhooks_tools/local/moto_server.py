@@ -1,9 +1,9 @@
 """moto's server as a child process: the local stand-in for SQS, DynamoDB, KMS and Secrets Manager.
 
-It runs through `moto_main`, which answers DynamoDB's requests one at a time so that its
-conditional writes are atomic, as DynamoDB's are, and can take a snapshot of its whole state and
-put it back (`snapshot`, `restore`): the tests provision template.yaml once and restore it
-before each test.
+It runs through `moto_main`, which answers each DynamoDB table's requests one at a time so that
+its conditional writes are atomic, as DynamoDB's are, and can take a snapshot of its whole state
+and put it back (`snapshot`, `restore`): the tests provision template.yaml once and restore it
+before each test. The server exits when the process that started it dies without stopping it.
 
 A child process rather than moto's in-process thread: the handlers under test then pay real HTTP
 round trips, and the emulator can be stopped to play an AWS outage.
@@ -21,6 +21,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 
+from jobhooks_tools.local.moto_main import OWNER_PID
 from jobhooks_tools.local.ports import free_port
 
 LOCAL_REGION = "us-east-1"
@@ -93,7 +94,7 @@ class MotoServer:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, **LOCAL_CREDENTIALS},
+            env={**os.environ, **LOCAL_CREDENTIALS, OWNER_PID: str(os.getpid())},
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
