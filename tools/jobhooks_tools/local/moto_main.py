@@ -398,19 +398,9 @@ def serve_snapshots(plain_answers: PlainAnswers | None = None) -> None:
 
 # ------------------------------------------------------------------------------ plain answers
 
-# DynamoDB's item operations: their answers hold items (AttributeValues), counts and capacity.
-PLAIN_OPERATIONS = frozenset(
-    {
-        "GetItem",
-        "PutItem",
-        "UpdateItem",
-        "DeleteItem",
-        "Query",
-        "Scan",
-        "BatchGetItem",
-        "BatchWriteItem",
-    }
-)
+# DynamoDB's item operations whose answers hold items (AttributeValues), counts and capacity,
+# written plainly: the transactions' answers are left to moto's serializer.
+PLAIN_OPERATIONS = ITEM_OPERATIONS - {"TransactGetItems", "TransactWriteItems"}
 PLAIN_ANSWERS_PATH = "/moto-api/jobhooks/plain-answers"
 # Set (to anything) in the server's environment: every plain answer is also made by moto's
 # serializer and the two compared (`PlainAnswers`), for the test that holds them equal.
@@ -553,9 +543,10 @@ def end_with_owner() -> None:
     owner = os.environ.get(OWNER_PID)
     if not owner or not owner.isdigit():
         return
+    owner_pid = int(owner)
 
     def watch() -> None:
-        while os.getppid() == int(owner):
+        while os.getppid() == owner_pid:
             time.sleep(1)
         os._exit(0)
 
