@@ -106,9 +106,12 @@ def child_environment(variables: Mapping[str, str]) -> dict[str, str]:
     return environment
 
 
-def run_child(spec: Mapping[str, Any], environment: Mapping[str, str]) -> dict[str, float]:
+def run_child(
+    spec: Mapping[str, Any], environment: Mapping[str, str], child: str = CHILD
+) -> dict[str, float]:
+    """What `child` (this bench's, or another that reads the same spec) prints last, as JSON."""
     completed = subprocess.run(
-        [sys.executable, "-c", CHILD],
+        [sys.executable, "-c", child],
         env={**environment, "COLDSTART_SPEC": json.dumps(spec)},
         capture_output=True,
         text=True,

@@ -16,13 +16,11 @@ rounds). With `--against`, each handler's CPU time against the other tree's in t
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import statistics
-import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,19 +45,6 @@ print(json.dumps({
     "major_faults": after.ru_majflt - before.ru_majflt,
 }))
 """
-
-
-def run_child(spec: Mapping[str, Any], environment: Mapping[str, str]) -> dict[str, float]:
-    completed = subprocess.run(
-        [sys.executable, "-c", CHILD],
-        env={**environment, "COLDSTART_SPEC": json.dumps(spec)},
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=str(coldstart.ROOT),
-    )
-    result: dict[str, float] = json.loads(completed.stdout.strip().splitlines()[-1])
-    return result
 
 
 def cv(values: Sequence[float]) -> float:
@@ -98,12 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 environment = coldstart.child_environment(environments[name])
                 targets[prefix + name] = ({"module": "app", "path": path}, environment)
         for spec, environment in targets.values():  # bytecode caches
-            run_child(spec, environment)
+            coldstart.run_child(spec, environment, CHILD)
         order = list(targets)
         rounds: list[dict[str, dict[str, float]]] = []
         for _ in range(args.rounds):
             random.shuffle(order)
-            rounds.append({name: run_child(*targets[name]) for name in order})
+            rounds.append({name: coldstart.run_child(*targets[name], CHILD) for name in order})
     finally:
         server.stop()
 

@@ -6,8 +6,8 @@ Every function of the local stack (and every test) sends its AWS calls to moto's
 they queue: what a call costs there shows in every tenant's latency (docs/performance.md,
 "Isolation between tenants"). This starts two servers side by side, moto's own (`python -m
 moto.server`, the baseline) and `jobhooks_tools.local.moto_main` (the stack's: each host's
-backend found once, no request log, each DynamoDB table's requests one at a time), puts the same table
-and queue in each, and sends both the same calls in alternating rounds: `GetItem` and a
+backend found once, no request log, each DynamoDB table's requests one at a time), puts the
+same table and queue in each, and sends both the same calls in alternating rounds: `GetItem` and a
 conditional `UpdateItem` (one item of 50, in turn) and an SQS `SendMessage` + `ReceiveMessage`
 + `DeleteMessage` (the queue kept near empty, as the stack's are: moto recounts a queue on
 every send). The figure is the server's CPU time per call (from /proc, user + system: what the
