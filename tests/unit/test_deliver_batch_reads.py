@@ -78,9 +78,16 @@ class Receiver:
         return PostResult(200, None, None, 1)
 
 
-def deliverer(log: CountingLog, receiver: Receiver, clock: Clock, **options: Any) -> Deliverer:
+def deliver(
+    records: list[dict[str, Any]],
+    log: CountingLog,
+    receiver: Receiver,
+    clock: Clock,
+    **options: Any,
+) -> dict[str, Any]:
+    """One deliver batch of `records`, by a deliverer made for it; its answer."""
     options.setdefault("dead_letters", Nowhere())
-    return Deliverer(
+    worker = Deliverer(
         attempt_log=log,
         subscriptions=Directory([subscription("acme", 0)]),
         client=receiver,
@@ -90,6 +97,10 @@ def deliverer(log: CountingLog, receiver: Receiver, clock: Clock, **options: Any
         clock=lambda: NOW,
         **options,
     )
+    try:
+        return worker.deliver_batch({"Records": records})
+    finally:
+        worker.close()
 
 
 def batch(n: int) -> tuple[list[dict[str, Any]], list[DeliveryTask]]:
@@ -103,11 +114,7 @@ def test_a_batch_reads_its_records_once_and_skips_one_already_delivered() -> Non
     clock = Clock()
     log = CountingLog(succeeded=[tasks[1].delivery_id])
     receiver = Receiver(clock)
-    worker = deliverer(log, receiver, clock)
-    try:
-        answer = worker.deliver_batch({"Records": records})
-    finally:
-        worker.close()
+    answer = deliver(records, log, receiver, clock)
 
     assert answer == {"batchItemFailures": []}
     assert log.found_many == [[task.delivery_id for task in tasks]]
@@ -127,11 +134,7 @@ def test_a_task_held_past_the_batch_read_reads_its_record_again() -> None:
         return Receiver.post(receiver, url, body, headers)
 
     receiver.post = success_meanwhile  # type: ignore[method-assign]
-    worker = deliverer(log, receiver, clock)
-    try:
-        worker.deliver_batch({"Records": records})
-    finally:
-        worker.close()
+    deliver(records, log, receiver, clock)
 
     assert log.found_many == [[tasks[0].delivery_id, tasks[1].delivery_id]]
     assert log.found == [tasks[1].delivery_id]
@@ -143,11 +146,7 @@ def test_a_failed_batch_read_leaves_each_task_to_read_its_own() -> None:
     clock = Clock()
     log = CountingLog(succeeded=[tasks[0].delivery_id], batch_read_fails=True)
     receiver = Receiver(clock)
-    worker = deliverer(log, receiver, clock)
-    try:
-        answer = worker.deliver_batch({"Records": records})
-    finally:
-        worker.close()
+    answer = deliver(records, log, receiver, clock)
 
     assert answer == {"batchItemFailures": []}
     assert sorted(log.found) == sorted(task.delivery_id for task in tasks)
@@ -167,11 +166,7 @@ def test_one_task_and_a_message_that_is_no_task_read_with_a_getitem() -> None:
             return "parked"
 
     receiver = Receiver(clock)
-    worker = deliverer(log, receiver, clock, dead_letters=Parking())
-    try:
-        answer = worker.deliver_batch({"Records": [*records, not_a_task]})
-    finally:
-        worker.close()
+    answer = deliver([*records, not_a_task], log, receiver, clock, dead_letters=Parking())
 
     assert answer == {"batchItemFailures": []}
     assert (log.found_many, log.found) == ([], [tasks[0].delivery_id])
@@ -228,11 +223,7 @@ def test_the_tasks_without_a_record_ask_for_first_attempt_successes_together() -
     log = CountingLog()
     first_attempts = FirstAttempts([(tasks[0].event_id, tasks[0].subscription_id)])
     receiver = Receiver(clock)
-    worker = deliverer(log, receiver, clock, first_attempts=first_attempts)
-    try:
-        worker.deliver_batch({"Records": records})
-    finally:
-        worker.close()
+    deliver(records, log, receiver, clock, first_attempts=first_attempts)
 
     # The replay POSTs whatever ingest did, so it is not asked about; nothing is read alone.
     assert first_attempts.found_many == [
