@@ -43,15 +43,21 @@ if [ "$#" -gt 0 ]; then exec .venv/bin/pytest "$@"; fi
 # The static checks run beside pytest: they need one core for a minute or two, and the
 # suite's workers spend much of their time waiting on brokers, queues and receivers.
 static_log="$(mktemp -t jobhooks-static.XXXXXX)"
+# Every check runs, and any that fails fails the run. (`set -e` would not do it: a command that
+# fails inside an `a && b` list does not stop a shell, so a ruff failure once passed unseen.)
 (
-    set -e
-    echo "== ruff" && .venv/bin/ruff check . && .venv/bin/ruff format --check .
-    echo "== mypy (strict)" && .venv/bin/mypy
+    failed=0
+    echo "== ruff"
+    .venv/bin/ruff check . && .venv/bin/ruff format --check . || failed=1
+    echo "== mypy (strict)"
+    .venv/bin/mypy || failed=1
     # Without `sam validate --lint`: that is cfn-lint, which pytest runs too
     # (tests/infra/test_template.py, with the serverless rules).
     if [ -x scripts/check-template.sh ]; then
-        echo "== template" && scripts/check-template.sh --no-lint
+        echo "== template"
+        scripts/check-template.sh --no-lint || failed=1
     fi
+    exit "$failed"
 ) >"$static_log" 2>&1 &
 static_pid=$!
 
