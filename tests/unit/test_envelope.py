@@ -1,4 +1,4 @@
-"""The forwarded-message codec, exactly as contracts/forwarded-message.md writes it."""
+"""The forwarded-message codec, exactly as docs/forwarded-message.md writes it."""
 
 from __future__ import annotations
 

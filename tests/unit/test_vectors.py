@@ -1,5 +1,6 @@
-"""The producer's own signing vectors (tests/vectors/fetcher-job-events.json, copied from
-shared/vectors): key derivation, canonical payloads, signatures and verdicts, all 32."""
+"""The producer's own signing vectors (tests/vectors/fetcher-job-events.json, computed with its
+implementation; docs/fetcher-job-events.md): key derivation, canonical payloads, signatures and
+verdicts, all 32."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ _ORIGINAL_AGE_SECONDS: Final = 90
 
 
 class Copy(StrEnum):
-    """How the producer comes to send one event again (contracts/fetcher-job-events.md)."""
+    """How the producer comes to send one event again (docs/fetcher-job-events.md)."""
 
     # The outbox relay publishes again: new `t`, signature and X-Request-Id, same `ce-time`.
     OUTBOX = "outbox"

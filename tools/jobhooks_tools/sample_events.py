@@ -1,6 +1,6 @@
 """Realistic signed Fetcher job events: a producer stand-in for demos, fixtures, tests and benches.
 
-The events carry the producer's real wire shape (contracts/fetcher-job-events.md): CloudEvents
+The events carry the producer's real wire shape (docs/fetcher-job-events.md): CloudEvents
 headers as AMQP byte arrays, the signed headers as strings, `x-retry-count` as a 32-bit int, a
 compact camelCase body in the producer's field order, and the canonical HMAC signature.
 """

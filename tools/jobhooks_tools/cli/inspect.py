@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
         "inspect",
         help="verify and normalize one forwarded message",
         description=(
-            "Verify one forwarded message (the JSON of contracts/forwarded-message.md, or a "
+            "Verify one forwarded message (the JSON of docs/forwarded-message.md, or a "
             "Lambda SQS event holding one) and print the webhook body it becomes. Exit 0 with "
             'the body, or exit 3 with {"rejected": "<reason code>", "detail": "..."}.'
         ),

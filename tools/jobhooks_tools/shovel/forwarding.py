@@ -1,4 +1,4 @@
-"""One AMQP delivery as one SQS message entry (contracts/forwarded-message.md).
+"""One AMQP delivery as one SQS message entry (docs/forwarded-message.md).
 
 The body is the `ForwardedMessage` JSON, the source of truth. A few SQS message attributes are
 added for filtering and debugging only; the contract allows at most 3.

@@ -1,6 +1,6 @@
 """The forwarded message: one AMQP delivery carried losslessly in one SQS body.
 
-This module owns `contracts/forwarded-message.md`. The shovel builds a `ForwardedMessage` from
+This module owns `docs/forwarded-message.md`. The shovel builds a `ForwardedMessage` from
 each delivery and serializes it; the ingest function parses it back. The two are deployed
 separately, so the reader accepts exactly `jobhooks.amqp/1` and rejects everything else with
 `malformed_envelope` instead of guessing.

@@ -1,6 +1,6 @@
 """From a forwarded message to a verified, cross-checked `JobEvent`: the inbound pipeline.
 
-Every rule of contracts/fetcher-job-events.md runs here in one order, and every failure is one
+Every rule of docs/fetcher-job-events.md runs here in one order, and every failure is one
 `RejectedMessageError` with one reason code. Arbitrary bytes in, a verdict out.
 """
 

@@ -1,4 +1,4 @@
-"""The reasons a forwarded message can be rejected (contracts/forwarded-message.md).
+"""The reasons a forwarded message can be rejected (docs/forwarded-message.md).
 
 Every message the bridge cannot deliver is classified with exactly one of these codes. They are
 stable: they appear in quarantine records, logs, metrics and `jobhooks inspect` output.

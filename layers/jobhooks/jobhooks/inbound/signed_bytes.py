@@ -1,4 +1,4 @@
-"""The exact bytes the producer signs (contracts/fetcher-job-events.md, "The signature").
+"""The exact bytes the producer signs (docs/fetcher-job-events.md, "The signature").
 
 Canonical form, six lines each ending in `\\n`, then the raw body:
 

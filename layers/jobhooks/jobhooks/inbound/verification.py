@@ -1,4 +1,4 @@
-"""Verify a Fetcher job event's HMAC signature (contracts/fetcher-job-events.md).
+"""Verify a Fetcher job event's HMAC signature (docs/fetcher-job-events.md).
 
 The checks run in the producer's own order (presence, version, timestamp syntax, freshness,
 HMAC), so a message gets the same verdict here as in the producer's verifier, except for the

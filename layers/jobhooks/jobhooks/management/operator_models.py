@@ -59,7 +59,7 @@ class UnmatchedEventPage(_Model):
 
 class QuarantinedMessageSummary(_Model):
     quarantine_id: str
-    reason: str = Field(description="the rejection reason code (contracts/forwarded-message.md)")
+    reason: str = Field(description="the rejection reason code (docs/forwarded-message.md)")
     detail: str
     event_id: str | None = Field(
         default=None, description="the ce-id the message claims (unverified)"
