@@ -65,11 +65,16 @@ class Outcome(BaseModel):
     fetcher: FetcherContext
 
 
+# The outcome as JSON-ready data, in the contract's field order: what `outcome_data` returns and
+# `Outcome.model_validate` reads.
+OutcomeData = dict[str, Any]
+
+
 def to_outcome(event: JobEvent, *, release: str | None = None) -> Outcome:
     return Outcome.model_validate(outcome_data(event, release=release))
 
 
-def outcome_data(event: JobEvent, *, release: str | None = None) -> dict[str, Any]:
+def outcome_data(event: JobEvent, *, release: str | None = None) -> OutcomeData:
     """The outcome as JSON-ready data: the contract's field order, absent context left out.
 
     The one mapping from event to outcome: `to_outcome` validates it into the model, and
@@ -147,14 +152,13 @@ def webhook_payload(event: JobEvent, *, release: str | None = None) -> str:
     models: the same serializer (pydantic-core's), on the same data, with the models' setting
     for non-finite floats (`null`).
     """
-    outcome = outcome_data(event, release=release)
-    body = {"type": event.event_type, "timestamp": outcome["timestamp_utc"], "data": outcome}
+    return payload_json(event.event_type, outcome_data(event, release=release))
+
+
+def payload_json(event_type: str, outcome: OutcomeData) -> str:
+    """`webhook_payload` of an outcome already mapped by `outcome_data`."""
+    body = {"type": event_type, "timestamp": outcome["timestamp_utc"], "data": outcome}
     return to_json(body, inf_nan_mode="null").decode("utf-8")
-
-
-def webhook_json(webhook: WebhookBody) -> str:
-    """`webhook` as the exact JSON text that is signed and POSTed (`webhook_payload`)."""
-    return webhook.model_dump_json(exclude_none=True)
 
 
 def _fetcher_context(event: JobEvent) -> dict[str, Any]:
