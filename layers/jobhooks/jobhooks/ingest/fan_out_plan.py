@@ -26,9 +26,9 @@ if TYPE_CHECKING:
 class PlannedFanOut:
     """An event's fan-out, decided before its claim: the outcome, the plan, the tasks.
 
-    The outcome is data (`outcome_data`), the payload's own: validated into an `Outcome` only
-    for the analytics row of an event this invocation claims (`record_outcomes`), where
-    building the models on every message cost more than the rest of its payload."""
+    The outcome is data (`outcome_data`): the payload is serialized from it, and the analytics
+    row is built from it. Validating it into the `Outcome` model too, on every message, cost
+    more than the rest of the payload; the row model checks the columns' types itself."""
 
     __slots__ = ("outcome", "plan", "subscriptions", "tasks")
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from jobhooks.analytics.exceptions import AnalyticsError, PseudonymizationKeyError
 from jobhooks.delivery.first_attempts import FirstAttemptPage
-from jobhooks.inbound.outcome import Outcome, OutcomeData
+from jobhooks.inbound.outcome import OutcomeData
 from jobhooks.ingest.telemetry import IngestTelemetry
 
 if TYPE_CHECKING:
@@ -35,13 +35,10 @@ def record_outcomes(
     (none when analytics is off, the sink took the rows, or the spill queue took them)."""
     if analytics is None or not outcomes:
         return {}
-    # The rows are built from the validated model: only here, for the events this invocation
-    # claimed, and only with analytics on (the webhook payload is serialized from the data).
-    validated = [(event_id, Outcome.model_validate(data)) for event_id, data in outcomes]
     try:
-        analytics.record([outcome for _, outcome in validated])
+        analytics.record([outcome for _, outcome in outcomes])
     except AnalyticsError as error:
-        spilled = _spilled_rows(validated, error, analytics, spill, telemetry)
+        spilled = _spilled_rows(outcomes, error, analytics, spill, telemetry)
         for event_id, _ in outcomes:
             telemetry.analytics_write_failed(event_id, error, spilled=spilled)
         if spilled:
@@ -67,7 +64,7 @@ def spill_pages(
 
 
 def _spilled_rows(
-    outcomes: Sequence[tuple[str, Outcome]],
+    outcomes: Sequence[tuple[str, OutcomeData]],
     error: AnalyticsError,
     analytics: OutcomeRecorder,
     spill: Spill | None,
