@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.inbound.outcome import Outcome, to_outcome, to_webhook
+from jobhooks.inbound.outcome_models import Outcome, to_outcome, to_webhook
 from jobhooks.ingest.fan_out_plan import plan_fan_out
 from jobhooks.subscriptions.model import EventType, Subscription
 from jobhooks_tools.sample_events import demo_key, make_job_event
