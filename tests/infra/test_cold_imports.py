@@ -59,6 +59,7 @@ API_LEAVES = (
     "jobhooks.ingest.service",
     "jobhooks.inbound.job_events",
     "jobhooks.inbound.outcome",
+    "jobhooks.inbound.outcome_models",
     "jobhooks.subscriptions.store",
     "aws_lambda_powertools.event_handler.openapi.models",
 )
@@ -183,8 +184,11 @@ def test_the_api_loads_nothing_of_the_portal() -> None:
 # event and delivery pages, re-fan-out results, a subscription page or issued secret, a test
 # send's webhook. The ports are Protocols for the type checker: no execution uses them. The
 # settings take a parsed retry schedule, so pydantic builds no dataclass validator for it, and
-# Powertools' LambdaContext is an annotation (Lambda passes its own context).
+# Powertools' LambdaContext is an annotation (Lambda passes its own context). Neither builds the
+# outcome's validated models: ingest serializes the outcome's data and writes its analytics row
+# from that data (`inbound.outcome`), and test sends are the management API's.
 EVENT_FUNCTION_LEAVES = (
+    "jobhooks.inbound.outcome_models",
     "jobhooks.notifications.wiring",
     "jobhooks.notifications.notifier",
     "jobhooks.notifications.model",

@@ -14,7 +14,7 @@ from jobhooks.analytics.questions import questions
 from jobhooks.analytics.row import row_from_outcome
 from jobhooks.analytics.window import QueryWindow
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.inbound.outcome import to_outcome
+from jobhooks.inbound.outcome import outcome_data
 from jobhooks_tools.cli.analytics_check import FIXTURE_DURATION_MS, Fixture
 from jobhooks_tools.local.analytics.duckdb_engine import DuckDBEngine
 from jobhooks_tools.local.analytics.files import LocalFileSink
@@ -34,7 +34,7 @@ def engine(fixture: Fixture, tmp_path_factory: pytest.TempPathFactory) -> DuckDB
     policy = VerificationPolicy(keys=(demo_key(),))
     events = (fixture.completed(), fixture.failed(), fixture.resent())
     outcomes = [
-        to_outcome(read_forwarded_message(event.forwarded().to_json(), policy, NOW))
+        outcome_data(read_forwarded_message(event.forwarded().to_json(), policy, NOW))
         for event in events
     ]
     # The resend written too, as an at-least-once write could: the view keeps one row.

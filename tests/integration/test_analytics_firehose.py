@@ -34,7 +34,7 @@ from jobhooks.analytics.recorder import build_analytics_recorder
 from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.analytics.settings import AnalyticsSinkSettings
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.inbound.outcome import Outcome, to_outcome
+from jobhooks.inbound.outcome import OutcomeData, outcome_data
 from jobhooks_tools.local.moto_server import MotoServer
 from jobhooks_tools.sample_events import demo_key, make_job_event
 
@@ -210,7 +210,7 @@ def test_a_failed_call_reports_its_rows_and_every_later_call_as_not_written() ->
 # ---------------------------------------------------------------------------- the recorder
 
 
-def real_outcomes() -> list[Outcome]:
+def real_outcomes() -> list[OutcomeData]:
     """A completed and a failed outcome of tenant acme, through the real inbound pipeline."""
     key = demo_key()
     policy = VerificationPolicy(keys=[key])
@@ -218,7 +218,7 @@ def real_outcomes() -> list[Outcome]:
     for status in ("completed", "failed"):
         event = make_job_event(key, status=status, tenant_id="acme", job_id=f"job-{status}")
         raw = event.forwarded().to_json()
-        outcomes.append(to_outcome(read_forwarded_message(raw, policy, datetime.now(UTC))))
+        outcomes.append(outcome_data(read_forwarded_message(raw, policy, datetime.now(UTC))))
     return outcomes
 
 
@@ -230,7 +230,7 @@ def test_the_recorder_writes_outcomes_through_the_configured_stream(stream: str)
     outcomes = real_outcomes()
     recorder.record(outcomes)
     written = landed()
-    assert [r["event_id"] for r in written] == [o.event_id for o in outcomes]
+    assert [r["event_id"] for r in written] == [o["event_id"] for o in outcomes]
     assert [r["status"] for r in written] == ["success", "failure"]
 
 

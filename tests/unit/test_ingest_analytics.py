@@ -20,7 +20,7 @@ from jobhooks.analytics.recorder import AnalyticsRecorder
 from jobhooks.analytics.row import AnalyticsRow, row_from_outcome
 from jobhooks.analytics.sink import AnalyticsSink
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message
-from jobhooks.inbound.outcome import to_outcome, webhook_payload
+from jobhooks.inbound.outcome import outcome_data, webhook_payload
 from jobhooks.ingest.fetcher_keys import StaticKeys
 from jobhooks.ingest.model import ClaimState, EventRecord, IngestOutcome, QuarantinedMessage
 from jobhooks.ingest.service import IngestService
@@ -160,7 +160,7 @@ def test_the_row_is_written_after_the_deliveries_are_enqueued_and_before_complet
     )
     (task,) = world.deliveries.sent
     assert task.payload == webhook_payload(verified)
-    assert world.sink.rows == [row_from_outcome(to_outcome(verified))]
+    assert world.sink.rows == [row_from_outcome(outcome_data(verified))]
 
 
 def test_an_event_no_subscription_wanted_is_still_a_row(world: World) -> None:
@@ -257,7 +257,7 @@ def test_a_failing_sink_spills_the_row_and_completes_the_event_so_no_webhook_goe
     verified = read_forwarded_message(
         event.forwarded().to_json(), VerificationPolicy(keys=(demo_key(),)), NOW
     )
-    assert spilled == SpilledRows((row_from_outcome(to_outcome(verified)),), pseudonymized=True)
+    assert spilled == SpilledRows((row_from_outcome(outcome_data(verified)),), pseudonymized=True)
     # A warning that says where the row went, not an error about a retry.
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert any("spilled for the spill function" in r.getMessage() for r in caplog.records)

@@ -368,6 +368,26 @@ def test_ce_time_counts_only_within_the_freshness_bounds_of_t(
     assert event.emitted_at == (ce_time if kept else None)
 
 
+@pytest.mark.parametrize(
+    ("t", "signed_at"),
+    [(-62_135_596_800, datetime(1, 1, 1, tzinfo=UTC)), (-62_135_596_801, None)],
+)
+def test_t_must_be_a_time_of_the_years_1_to_9999_when_the_stale_check_is_lifted(
+    t: int, signed_at: datetime | None
+) -> None:
+    # A replay with the age check off (max_age_seconds=0) lets any old `t` through to here; the
+    # future check already refuses one past 9999.
+    replay = VerificationPolicy(keys=[KEY], max_age_seconds=0)
+    event = signed(timestamp=t, emitted_at=datetime.fromtimestamp(T, UTC))
+    if signed_at is None:
+        with pytest.raises(RejectedMessageError, match="outside the years 1 to 9999") as rejected:
+            read(event, replay)
+        assert rejected.value.reason is Reason.BAD_TIMESTAMP
+    else:
+        read_back = read(event, replay)
+        assert (read_back.signed_timestamp, read_back.signed_at) == (t, signed_at)
+
+
 def test_an_unreadable_ce_time_does_not_count() -> None:
     for value in (b"yesterday", b"2026-02-30T00:00:00Z", 1783965852, b"\xff"):
         assert read(signed(status="failed").with_headers(ce_time=value)).emitted_at is None

@@ -14,13 +14,11 @@ from hypothesis import strategies as st
 from jobhooks.inbound.job_events import VerificationPolicy, read_job_event
 from jobhooks.inbound.outcome import (
     MAX_METADATA_BYTES,
-    Outcome,
     _surely_within_budget,
     format_timestamp,
-    to_webhook,
-    webhook_body,
     webhook_payload,
 )
+from jobhooks.inbound.outcome_models import Outcome, to_webhook, webhook_body
 from jobhooks.inbound.sanitize import (
     _CATEGORIES,
     _NOT_FOUND,

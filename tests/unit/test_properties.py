@@ -17,7 +17,7 @@ from jobhooks.inbound.envelope import (
     OutOfRangeTimestamp,
 )
 from jobhooks.inbound.job_events import VerificationPolicy, read_forwarded_message, read_job_event
-from jobhooks.inbound.outcome import webhook_body
+from jobhooks.inbound.outcome_models import webhook_body
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks_tools.sample_events import (
     SampleEvent,

@@ -23,7 +23,7 @@ from jobhooks.inbound.keys import (
     key_from_hex,
     parse_key_list,
 )
-from jobhooks.inbound.outcome import webhook_body
+from jobhooks.inbound.outcome_models import webhook_body
 from jobhooks.inbound.rejection import RejectedMessageError
 
 from jobhooks_tools.cli.exceptions import CliError

@@ -4,7 +4,8 @@ Reads in the order a row flows (docs/analytics.md):
 
 - `columns`: the table's columns, types and privacy classes: the one source of truth the Glue
   table, the DuckDB schema, the docs and the tests are derived from or checked against;
-- `row`: an `AnalyticsRow` built from an `Outcome` (never re-derived from the raw event),
+- `row`: an `AnalyticsRow` built from the outcome the webhook carries (`outcome_data`; never
+  re-derived from the raw event),
   `pseudonymize`: the optional keyed pseudonyms of `account_id` and `job_id`;
 - `sink` (the port), `firehose` (Amazon Data Firehose), `recorder`: outcomes in, rows written;
 - `questions` and `sql/`: the reviewed questions, `window`: the time window they answer over,

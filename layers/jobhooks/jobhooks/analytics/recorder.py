@@ -17,7 +17,7 @@ from jobhooks.analytics.pseudonymize import Pseudonymizer
 from jobhooks.analytics.row import AnalyticsRow, row_from_outcome
 from jobhooks.analytics.settings import AnalyticsSinkSettings
 from jobhooks.analytics.sink import AnalyticsSink
-from jobhooks.inbound.outcome import Outcome
+from jobhooks.inbound.outcome import OutcomeData
 
 
 class AnalyticsRecorder:
@@ -26,14 +26,14 @@ class AnalyticsRecorder:
         self.pseudonymizer = pseudonymizer
 
     def rows_for(
-        self, outcomes: Sequence[Outcome], *, pseudonymize: bool = True
+        self, outcomes: Sequence[OutcomeData], *, pseudonymize: bool = True
     ) -> list[AnalyticsRow]:
         """The outcomes' rows; `pseudonymize` False keeps the raw ids (the spill path, when the
         key cannot be read: the spill function pseudonymizes them before they are written)."""
         pseudonymizer = self.pseudonymizer if pseudonymize else None
         return [row_from_outcome(outcome, pseudonymizer=pseudonymizer) for outcome in outcomes]
 
-    def record(self, outcomes: Sequence[Outcome]) -> None:
+    def record(self, outcomes: Sequence[OutcomeData]) -> None:
         """Write one row per outcome; raises `AnalyticsError` (the caller retries the record)."""
         self.sink.put_rows(self.rows_for(outcomes))
 

@@ -1,4 +1,4 @@
-"""One row of `background_job_completed`: an `Outcome`, typed for the table.
+"""One row of `background_job_completed`: an outcome, typed for the table.
 
 The row is built from the outcome the webhook carries, field for field, never re-derived from
 the raw event: the table and the webhooks cannot disagree. What the row adds is the table's
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from jobhooks.analytics.columns import COLUMN_NAMES
 from jobhooks.analytics.pseudonymize import PSEUDONYMIZED_COLUMNS, Pseudonymizer
-from jobhooks.inbound.outcome import Outcome, format_timestamp
+from jobhooks.inbound.outcome import OutcomeData, format_timestamp
 from jobhooks.inbound.sanitize import ERROR_CATEGORIES
 
 
@@ -69,25 +69,26 @@ class AnalyticsRow(BaseModel):
 
 
 def row_from_outcome(
-    outcome: Outcome, *, pseudonymizer: Pseudonymizer | None = None
+    outcome: OutcomeData, *, pseudonymizer: Pseudonymizer | None = None
 ) -> AnalyticsRow:
+    """The row of an outcome as the webhook carries it (`outcome_data`): the row model checks
+    every column's type itself, so the outcome is not validated into its own model first."""
+    error = outcome["fetcher"].get("error")
     values: dict[str, Any] = {
-        "timestamp_utc": datetime.fromisoformat(outcome.timestamp_utc),
-        "event_id": outcome.event_id,
-        "release": outcome.release,
-        "account_id": outcome.account_id,
-        "job_id": outcome.job_id,
-        "job_name": outcome.job_name,
-        "queue_name": outcome.queue_name,
-        "attempt_count": outcome.attempt_count,
-        "queue_wait_ms": outcome.queue_wait_ms,
-        "duration_ms": outcome.duration_ms,
-        "status": outcome.status,
-        "unmeasured": tuple(outcome.unmeasured),
+        "timestamp_utc": datetime.fromisoformat(outcome["timestamp_utc"]),
+        "event_id": outcome["event_id"],
+        "release": outcome["release"],
+        "account_id": outcome["account_id"],
+        "job_id": outcome["job_id"],
+        "job_name": outcome["job_name"],
+        "queue_name": outcome["queue_name"],
+        "attempt_count": outcome["attempt_count"],
+        "queue_wait_ms": outcome["queue_wait_ms"],
+        "duration_ms": outcome["duration_ms"],
+        "status": outcome["status"],
+        "unmeasured": tuple(outcome["unmeasured"]),
         "error_category": (
-            outcome.fetcher.error.category
-            if outcome.status == "failure" and outcome.fetcher.error is not None
-            else None
+            error["category"] if outcome["status"] == "failure" and error is not None else None
         ),
     }
     if pseudonymizer is not None:

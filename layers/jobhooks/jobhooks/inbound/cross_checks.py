@@ -13,10 +13,10 @@ rest shape the outcome only within bounds: `ce-time` within the freshness bounds
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final
 
-from jobhooks.inbound.envelope import Headers, HeaderValue, header_text
+from jobhooks.inbound.envelope import LAST_DATETIME_SECOND, Headers, HeaderValue, header_text
 from jobhooks.inbound.event import JobBody, JobStatus, parse_rfc3339
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks.inbound.verification import TENANT_HEADER, VerifiedSignature
@@ -35,6 +35,7 @@ _SCHEMA_VERSION = re.compile(
     r"[0-9]{1,9}(?:\.[0-9]{1,9}){0,2}(?:-[0-9A-Za-z.-]{1,20})?(?:\+[0-9A-Za-z.-]{1,20})?"
 )
 MAX_SCHEMA_VERSION_CHARS = 32
+FIRST_DATETIME_SECOND = -62_135_596_800  # 0001-01-01T00:00:00Z
 _ABSENT = object()
 
 
@@ -182,14 +183,18 @@ def checked_emission_time(
     return None
 
 
-def signed_time(signature: VerifiedSignature) -> datetime:
-    """`t` as an aware UTC time (a replay that lifts the stale check lets any old `t` this far)."""
-    try:
-        return datetime.fromtimestamp(signature.timestamp, UTC)
-    except (OverflowError, OSError, ValueError):
+def signed_timestamp(signature: VerifiedSignature) -> int:
+    """`t`, once it is a time datetime can hold (years 1 to 9999 UTC): the event's signed time.
+
+    Kept as its seconds, which is what the claim stores; `JobEvent.signed_at` makes the datetime
+    when one is asked for (building it costs more than the rest of this module's checks on every
+    message). A replay that lifts the stale check lets any old `t` this far."""
+    timestamp = signature.timestamp
+    if not FIRST_DATETIME_SECOND <= timestamp <= LAST_DATETIME_SECOND:
         raise RejectedMessageError(
-            Reason.BAD_TIMESTAMP, f"t {signature.timestamp} is outside the years 1 to 9999"
-        ) from None
+            Reason.BAD_TIMESTAMP, f"t {timestamp} is outside the years 1 to 9999"
+        )
+    return timestamp
 
 
 def informational_schema_version(headers: Headers) -> str | None:

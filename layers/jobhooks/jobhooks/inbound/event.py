@@ -110,8 +110,9 @@ class JobEvent:
     emitted_at: datetime | None = None
     """`ce-time`: when this copy was emitted (changes on re-emission); None when absent,
     unreadable or outside the freshness bounds of `signed_at` (cross_checks.py)."""
-    signed_at: datetime
-    """`t`, signed: when the producer's outbox relayed this copy (changes on re-emission)."""
+    signed_timestamp: int
+    """`t`, signed, in seconds: when the producer's outbox relayed this copy (changes on
+    re-emission). `signed_at` is the same as a datetime."""
     received_at: datetime
     """The receipt clock (SQS `SentTimestamp`)."""
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -129,6 +130,12 @@ class JobEvent:
     @property
     def event_type(self) -> str:
         return f"job.{self.status}"
+
+    @property
+    def signed_at(self) -> datetime:
+        """`signed_timestamp` as an aware UTC time, built when asked for: only an outcome without
+        a usable ce-time is timed by it (cross_checks.signed_timestamp checked its range)."""
+        return datetime.fromtimestamp(self.signed_timestamp, UTC)
 
 
 def routing_status(routing_key: str) -> tuple[JobStatus, bool]:

@@ -16,7 +16,7 @@ from jobhooks.inbound.cross_checks import (
     checked_emission_time,
     checked_source,
     informational_schema_version,
-    signed_time,
+    signed_timestamp,
 )
 from jobhooks.inbound.envelope import ForwardedMessage
 from jobhooks.inbound.event import JobEvent, parse_body, parse_rfc3339, routing_status
@@ -135,7 +135,7 @@ def _read(message: ForwardedMessage, policy: VerificationPolicy, received_at: da
             max_lag_seconds=policy.max_emission_lag_seconds,
             max_ahead_seconds=policy.max_future_seconds,
         ),
-        signed_at=signed_time(signature),
+        signed_timestamp=signed_timestamp(signature),
         received_at=received_at.astimezone(UTC),
         metadata=metadata,
         result=body.get("result") if status == "completed" else None,

@@ -1,16 +1,20 @@
-"""A job event as the outcome customers receive (contracts/outcome.md, schema v1).
+"""A job event as the outcome customers receive (docs/outcome.md, schema v1).
 
 One terminal outcome per logical job: the eleven fields of the background_job_completed
 contract with fixed names and types, `unmeasured` naming every field the upstream event could not
 supply (so analytics never mistakes a filled-in 0 for a measurement), and a bounded `fetcher`
 context block. `docs/schema/outcome.v1.json` publishes the schema; tests hold every emitted body
 to it.
+
+Here, the one mapping from event to outcome (`outcome_data`) and the bytes every webhook carries
+(`webhook_payload`), both as plain data: the functions read and send outcomes on every message.
+The validated models of the same outcome, which the schema, test sends and `jobhooks inspect`
+use, are in `outcome_models`, which no function imports to serve a message.
 """
 
 import json
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_json
 
 from jobhooks.inbound.event import JobEvent
@@ -31,50 +35,17 @@ MAX_JOB_NAME_CHARS = 128
 _metadata_json = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 
 
-class OutcomeError(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    category: str
-    message: str
+# The outcome as JSON-ready data, in the contract's field order: what `outcome_data` returns and
+# `outcome_models.Outcome` validates.
+OutcomeData = dict[str, Any]
 
 
-class FetcherContext(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    metadata: dict[str, Any]
-    result: dict[str, Any] | None = None
-    error: OutcomeError | None = None
-    schema_version: str | None = None
-
-
-class Outcome(BaseModel):
-    """The `data` of a webhook; field order is the contract's."""
-
-    model_config = ConfigDict(frozen=True)
-
-    timestamp_utc: str
-    event_id: str
-    release: str
-    account_id: str
-    job_id: str
-    job_name: str
-    queue_name: str
-    attempt_count: int
-    queue_wait_ms: int
-    duration_ms: int
-    status: Literal["success", "failure"]
-    unmeasured: list[str]
-    fetcher: FetcherContext
-
-
-def to_outcome(event: JobEvent, *, release: str | None = None) -> Outcome:
-    return Outcome.model_validate(outcome_data(event, release=release))
-
-
-def outcome_data(event: JobEvent, *, release: str | None = None) -> dict[str, Any]:
+def outcome_data(event: JobEvent, *, release: str | None = None) -> OutcomeData:
     """The outcome as JSON-ready data: the contract's field order, absent context left out.
 
-    The one mapping from event to outcome: `to_outcome` validates it into the model, and
-    `webhook_payload` serializes it directly (the ingest function's hot path), so the two
-    cannot disagree.
+    The one mapping from event to outcome: `webhook_payload` serializes it (the ingest function's
+    path), the analytics row is built from it, and `outcome_models.to_outcome` validates it into
+    the model, so none of them can disagree.
     """
     # In the contract's field order, as each field is decided.
     unmeasured: list[str] = []
@@ -120,41 +91,20 @@ def outcome_data(event: JobEvent, *, release: str | None = None) -> dict[str, An
     }
 
 
-class WebhookBody(BaseModel):
-    """The Standard Webhooks envelope `{type, timestamp, data}`."""
-
-    model_config = ConfigDict(frozen=True)
-
-    type: str
-    timestamp: str
-    data: Outcome
-
-
-def to_webhook(event: JobEvent, *, release: str | None = None) -> WebhookBody:
-    outcome = to_outcome(event, release=release)
-    return WebhookBody(type=event.event_type, timestamp=outcome.timestamp_utc, data=outcome)
-
-
-def webhook_body(event: JobEvent, *, release: str | None = None) -> dict[str, Any]:
-    """The webhook body as JSON-ready data."""
-    return to_webhook(event, release=release).model_dump(mode="json", exclude_none=True)
-
-
 def webhook_payload(event: JobEvent, *, release: str | None = None) -> str:
     """The exact JSON text (compact, UTF-8) that is signed and POSTed.
 
-    Byte for byte `to_webhook(...).model_dump_json(exclude_none=True)`, without building the
-    models: the same serializer (pydantic-core's), on the same data, with the models' setting
-    for non-finite floats (`null`).
+    Byte for byte `outcome_models.to_webhook(...).model_dump_json(exclude_none=True)`, without
+    building the models: the same serializer (pydantic-core's), on the same data, with the
+    models' setting for non-finite floats (`null`).
     """
-    outcome = outcome_data(event, release=release)
-    body = {"type": event.event_type, "timestamp": outcome["timestamp_utc"], "data": outcome}
+    return payload_json(event.event_type, outcome_data(event, release=release))
+
+
+def payload_json(event_type: str, outcome: OutcomeData) -> str:
+    """`webhook_payload` of an outcome already mapped by `outcome_data`."""
+    body = {"type": event_type, "timestamp": outcome["timestamp_utc"], "data": outcome}
     return to_json(body, inf_nan_mode="null").decode("utf-8")
-
-
-def webhook_json(webhook: WebhookBody) -> str:
-    """`webhook` as the exact JSON text that is signed and POSTed (`webhook_payload`)."""
-    return webhook.model_dump_json(exclude_none=True)
 
 
 def _fetcher_context(event: JobEvent) -> dict[str, Any]:

@@ -119,7 +119,7 @@ class ClaimStore:
             job_id=event.job_id,
             token=secrets.token_hex(16),
             lease_until_ms=now_ms + max(lease_ms, 1),
-            signed_at=int(event.signed_at.timestamp()),
+            signed_at=event.signed_timestamp,
         )
         item = {
             "event_id": {"S": claim.event_id},

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 from jobhooks.analytics.row import AnalyticsRow
 from jobhooks.delivery.first_attempt import EventDeliveries, FirstAttemptReport, PageSpill
 from jobhooks.inbound.event import JobEvent
-from jobhooks.inbound.outcome import Outcome
+from jobhooks.inbound.outcome import OutcomeData
 from jobhooks.inbound.rejection import RejectedMessageError
 from jobhooks.ingest.inbound import InboundMessage
 from jobhooks.ingest.model import (
@@ -106,11 +106,11 @@ class BusyRecordRetry(Protocol):
 
 
 class OutcomeRecorder(Protocol):
-    def record(self, outcomes: Sequence[Outcome]) -> None:
+    def record(self, outcomes: Sequence[OutcomeData]) -> None:
         """One analytics row per outcome; raises `AnalyticsError` when they were not written."""
 
     def rows_for(
-        self, outcomes: Sequence[Outcome], *, pseudonymize: bool = True
+        self, outcomes: Sequence[OutcomeData], *, pseudonymize: bool = True
     ) -> list[AnalyticsRow]:
         """The rows `record` writes (raw ids with `pseudonymize` False), for the spill path."""
 

@@ -48,7 +48,7 @@ from jobhooks.delivery.model import DeliveryOutcome
 from jobhooks.delivery_task import DeliveryTask
 from jobhooks.inbound.event import JobEvent
 from jobhooks.inbound.job_events import VerificationPolicy
-from jobhooks.inbound.outcome import Outcome
+from jobhooks.inbound.outcome import OutcomeData
 from jobhooks.inbound.rejection import RejectedMessageError
 from jobhooks.ingest.exceptions import (
     ClaimInProgressError,
@@ -99,7 +99,7 @@ class _Claimed:
     def __init__(
         self,
         claim: Claim,
-        outcome: Outcome,
+        outcome: OutcomeData,
         plan: FanOutPlan,
         tasks: tuple[DeliveryTask, ...],
         subscriptions: tuple[Subscription, ...],

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from jobhooks.analytics.exceptions import AnalyticsError, PseudonymizationKeyError
 from jobhooks.delivery.first_attempts import FirstAttemptPage
-from jobhooks.inbound.outcome import Outcome
+from jobhooks.inbound.outcome import OutcomeData
 from jobhooks.ingest.telemetry import IngestTelemetry
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def record_outcomes(
-    outcomes: Sequence[tuple[str, Outcome]],
+    outcomes: Sequence[tuple[str, OutcomeData]],
     *,
     analytics: OutcomeRecorder | None,
     spill: Spill | None,
@@ -64,7 +64,7 @@ def spill_pages(
 
 
 def _spilled_rows(
-    outcomes: Sequence[tuple[str, Outcome]],
+    outcomes: Sequence[tuple[str, OutcomeData]],
     error: AnalyticsError,
     analytics: OutcomeRecorder,
     spill: Spill | None,

@@ -206,7 +206,7 @@ def send_test_webhook(
 def test_webhook_payload(subscription: Subscription, event_id: str, now: datetime) -> str:
     """A synthetic outcome (outcome schema v1, type `jobhooks.test`) for the subscription."""
     # Only test sends build an outcome here: its models stay out of the API's cold start.
-    from jobhooks.inbound.outcome import FetcherContext, Outcome, WebhookBody
+    from jobhooks.inbound.outcome_models import FetcherContext, Outcome, WebhookBody
 
     timestamp = format_time(now)
     outcome = Outcome(
