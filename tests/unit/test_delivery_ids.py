@@ -26,6 +26,8 @@ from jobhooks.ingest.fan_out import delivery_tasks_for
 from jobhooks.subscriptions.model import EventType, Subscription
 from jobhooks.webhook_signature import webhook_id_for
 
+from tests.depth import examples
+
 JOB = "0197a3f2-7c1e-7d33-9a51-000000000001"
 
 
@@ -195,7 +197,7 @@ def test_only_the_canonical_uuid_text_is_carried_as_bytes(job_id: str) -> None:
     assert delivery_id_for(event_id, "sub_a").startswith("dlv_e")
 
 
-@settings(max_examples=2000)
+@settings(max_examples=examples(300))
 @given(st.sampled_from(["completed", "failed"]), uuid_texts, subscription_ids)
 def test_fetcher_delivery_ids_are_derived_as_first_written(
     status: str, job_id: str, subscription_id: str
@@ -206,7 +208,7 @@ def test_fetcher_delivery_ids_are_derived_as_first_written(
     )
 
 
-@settings(max_examples=1000)
+@settings(max_examples=examples(200))
 @given(event_ids, subscription_ids)
 def test_delivery_ids_are_derived_as_first_written(event_id: str, subscription_id: str) -> None:
     delivery_id = delivery_id_for(event_id, subscription_id)
