@@ -12,11 +12,12 @@ its own, and the id is how the management API finds the page that holds it
 
 import base64
 import binascii
-import contextlib
+import functools
 import hashlib
 import json
 import re
 import uuid
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -89,8 +90,13 @@ DELIVERY_ID_PREFIX: Final = "dlv_"
 _SUBSCRIPTION_TAG: Final = re.compile(r"[A-Za-z0-9_-]{8}")
 _TAG_BYTES: Final = 6
 # A Fetcher ce-id with a UUID job id is carried in 23 characters: its status's initial, then the
-# UUID's 16 bytes in base64url. Any other ce-id is carried whole, in base64url, after `e`.
-_FETCHER_CE_ID: Final = re.compile(r"fetcher\.job\.(completed|failed)\.([0-9a-f-]{36})")
+# UUID's 16 bytes in base64url. Any other ce-id is carried whole, in base64url, after `e`. Only
+# the canonical text of a UUID (lower case, hyphens at 8-4-4-4-12), so that it comes back equal:
+# the one form `str(uuid.UUID(...))` gives.
+_FETCHER_CE_ID: Final = re.compile(
+    r"fetcher\.job\.(completed|failed)\."
+    r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+)
 _STATUS_MARKS: Final = {"completed": "c", "failed": "f"}
 _MARKED_STATUSES: Final = {mark: status for status, mark in _STATUS_MARKS.items()}
 _WHOLE_EVENT_ID_MARK: Final = "e"
@@ -103,9 +109,17 @@ def delivery_id_for(event_id: str, subscription_id: str) -> str:
     The event part is a mark and base64url, the tag base64url: neither has a `.`, which splits
     the id.
     """
-    return f"{DELIVERY_ID_PREFIX}{_event_part(event_id)}.{subscription_tag(subscription_id)}"
+    return _delivery_id(_event_part(event_id), subscription_id)
 
 
+def _delivery_id(event_part: str, subscription_id: str) -> str:
+    return f"{DELIVERY_ID_PREFIX}{event_part}.{subscription_tag(subscription_id)}"
+
+
+# Cached: a tenant's few subscriptions recur in every event of a warm function, and the hash is
+# most of a delivery id's cost once the event's part is shared by its tasks. Bounded, so that a
+# function serving many tenants keeps a few hundred kilobytes of tags at most.
+@functools.lru_cache(maxsize=4096)
 def subscription_tag(subscription_id: str) -> str:
     return _base64url(hashlib.sha256(subscription_id.encode("utf-8")).digest()[:_TAG_BYTES])
 
@@ -143,10 +157,7 @@ def _event_part(event_id: str) -> str:
     match = _FETCHER_CE_ID.fullmatch(event_id)
     if match is not None:
         status, job_id = match.groups()
-        with contextlib.suppress(ValueError):
-            job_uuid = uuid.UUID(job_id)
-            if str(job_uuid) == job_id:  # the canonical text only, so that it comes back equal
-                return _STATUS_MARKS[status] + _base64url(job_uuid.bytes)
+        return _STATUS_MARKS[status] + _base64url(bytes.fromhex(job_id.replace("-", "")))
     return _WHOLE_EVENT_ID_MARK + _base64url(event_id.encode("utf-8"))
 
 
@@ -170,14 +181,43 @@ def _base64url(data: bytes) -> str:
 def delivery_task_for(
     *, event_id: str, tenant_id: str, event_type: str, payload: str, subscription_id: str
 ) -> DeliveryTask:
-    return DeliveryTask(
-        delivery_id=delivery_id_for(event_id, subscription_id),
+    (task,) = delivery_tasks_for_subscriptions(
         event_id=event_id,
-        webhook_id=webhook_id_for(event_id),
-        subscription_id=subscription_id,
         tenant_id=tenant_id,
         event_type=event_type,
         payload=payload,
+        subscription_ids=(subscription_id,),
+    )
+    return task
+
+
+def delivery_tasks_for_subscriptions(
+    *,
+    event_id: str,
+    tenant_id: str,
+    event_type: str,
+    payload: str,
+    subscription_ids: Iterable[str],
+) -> tuple[DeliveryTask, ...]:
+    """One event's task for each subscription, in order.
+
+    The event's share of the ids (its part of the delivery id, its webhook id) is derived once:
+    per subscription it cost more than the rest of the task together, on every event ingest
+    fans out.
+    """
+    event_part = _event_part(event_id)
+    webhook_id = webhook_id_for(event_id)
+    return tuple(
+        DeliveryTask(
+            delivery_id=_delivery_id(event_part, subscription_id),
+            event_id=event_id,
+            webhook_id=webhook_id,
+            subscription_id=subscription_id,
+            tenant_id=tenant_id,
+            event_type=event_type,
+            payload=payload,
+        )
+        for subscription_id in subscription_ids
     )
 
 

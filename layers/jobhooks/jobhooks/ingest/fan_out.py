@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from jobhooks.delivery_task import DeliveryTask, delivery_task_for
+from jobhooks.delivery_task import DeliveryTask, delivery_tasks_for_subscriptions
 from jobhooks.subscriptions.model import Subscription
 
 
@@ -37,17 +37,18 @@ def delivery_tasks_for(
 ) -> tuple[DeliveryTask, ...]:
     """One task per subscription whose job filter admits `job_name` (None: unmeasured);
     `replay` asks deliver to POST even after a recorded success."""
-    tasks = []
-    for subscription in subscriptions:
-        # The store already filtered by tenant; a task for another tenant must never exist.
-        if subscription.tenant_id != tenant_id or not subscription.wants_job(job_name):
-            continue
-        task = delivery_task_for(
-            event_id=event_id,
-            tenant_id=tenant_id,
-            event_type=event_type,
-            payload=payload,
-            subscription_id=subscription.subscription_id,
-        )
-        tasks.append(task.model_copy(update={"replay": True}) if replay else task)
-    return tuple(tasks)
+    tasks = delivery_tasks_for_subscriptions(
+        event_id=event_id,
+        tenant_id=tenant_id,
+        event_type=event_type,
+        payload=payload,
+        subscription_ids=[
+            subscription.subscription_id
+            for subscription in subscriptions
+            # The store already filtered by tenant; a task for another tenant must never exist.
+            if subscription.tenant_id == tenant_id and subscription.wants_job(job_name)
+        ],
+    )
+    if replay:
+        return tuple(task.model_copy(update={"replay": True}) for task in tasks)
+    return tasks
