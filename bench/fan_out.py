@@ -5,7 +5,10 @@
 Times `delivery_tasks_for` (what `plan_fan_out` calls for every event read) over EVENTS
 distinct Fetcher events in turn, for a tenant with each given number of matching
 subscriptions: the subscriptions recur from one event to the next, as a tenant's do, and the
-events do not. Prints microseconds per event and per task, the fastest and the median round.
+events do not. Prints microseconds per event and per task, the fastest and the median round,
+and the fastest as a multiple of the core path's floor for a failed event (`bench/core.py`: one
+HMAC-SHA256 over its signed bytes with the prepared key, one `json.loads` of its body), timed in
+the same rounds.
 To compare two trees in one run, alternate them with the same script:
 
     for tree in /path/before /path/after; do
@@ -16,6 +19,7 @@ To compare two trees in one run, alternate them with the same script:
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 import uuid
@@ -23,6 +27,7 @@ from datetime import UTC, datetime
 
 from jobhooks.ingest.fan_out import delivery_tasks_for
 from jobhooks.subscriptions.model import EventType, Subscription
+from jobhooks_tools.sample_events import demo_key, failed_body
 
 EVENTS = 256
 AT = datetime(2026, 12, 7, tzinfo=UTC)
@@ -42,6 +47,16 @@ def subscriptions(count: int) -> list[Subscription]:
         )
         for n in range(count)
     ]
+
+
+def floor_round_seconds(signed: list[tuple[bytes, bytes]]) -> float:
+    """The core path's floor of each failed event: HMAC of its signed bytes, `json.loads`."""
+    key = demo_key()
+    start = time.perf_counter()
+    for signed_bytes, body in signed:
+        key.sign(signed_bytes)
+        json.loads(body)
+    return time.perf_counter() - start
 
 
 def round_seconds(event_ids: list[str], matched: list[Subscription]) -> float:
@@ -64,14 +79,24 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=41)
     args = parser.parse_args()
     event_ids = [f"fetcher.job.completed.{uuid.UUID(int=n + 1)}" for n in range(EVENTS)]
+    bodies = [failed_body(event_id.rsplit(".", 1)[1]) for event_id in event_ids]
+    # As many bytes as the canonical signed form: six header lines and the body (bench/core.py).
+    signed = [(b"x" * (len(body) + 120), body) for body in bodies]
     print(f"{EVENTS} distinct events a round, {args.rounds} rounds")
-    print("subscriptions  us/event (min, median)  us/task (min)")
+    print("subscriptions  us/event (min, median)  us/task (min)  x floor (min)")
     for count in args.subscriptions:
         matched = subscriptions(count)
         round_seconds(event_ids, matched)  # warm-up: imports, pydantic's validator, caches
-        rounds = [round_seconds(event_ids, matched) / EVENTS * 1e6 for _ in range(args.rounds)]
+        rounds, floors = [], []
+        for _ in range(args.rounds):  # alternating, so that load hits both alike
+            rounds.append(round_seconds(event_ids, matched) / EVENTS * 1e6)
+            floors.append(floor_round_seconds(signed) / EVENTS * 1e6)
         best = min(rounds)
-        print(f"{count:13d}  {best:8.1f} {statistics.median(rounds):8.1f}  {best / count:13.1f}")
+        print(
+            f"{count:13d}  {best:8.1f} {statistics.median(rounds):8.1f}  {best / count:13.1f}"
+            f"  {best / min(floors):12.1f}x"
+        )
+    print(f"(floor: {min(floors):.1f} us a message, the fastest round)")
 
 
 if __name__ == "__main__":
