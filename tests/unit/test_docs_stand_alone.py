@@ -1,5 +1,6 @@
 """The repository's documents stand on their own: nothing tracked points at a document outside
-the repository, and every relative link in README.md and docs/ reaches a tracked file.
+the repository, every relative link in README.md and docs/ reaches a tracked file, and every
+link to a section names a heading of that page.
 
 A reader of a clone has only the clone. A path into a contracts directory the clone lacks, or
 into a sibling checkout of internal notes, is a reference nobody outside can follow; the
@@ -11,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 import subprocess
+from collections import Counter
 from functools import cache
 from pathlib import Path
 
@@ -119,6 +121,52 @@ def broken_links(name: str, text: str) -> list[str]:
     return found
 
 
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = "```"
+
+
+def _outside_code(text: str) -> list[tuple[int, str]]:
+    """The numbered lines of a Markdown text that are not inside a fenced code block."""
+    lines, fenced = [], False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith(_FENCE):
+            fenced = not fenced
+        elif not fenced:
+            lines.append((number, line))
+    return lines
+
+
+@cache
+def anchors_of(name: str) -> frozenset[str]:
+    """The anchors of a Markdown page's headings, as GitHub makes them: lower case, every
+    character but letters, digits, `_`, `-` and spaces dropped, spaces as `-`, and `-1`, `-2`
+    after a repeated one."""
+    seen: Counter[str] = Counter()
+    anchors = set()
+    for _, line in _outside_code(text_of(name) or ""):
+        if match := _HEADING.match(line):
+            anchor = re.sub(r"[^\w\- ]", "", match.group(2).strip().lower()).replace(" ", "-")
+            anchors.add(f"{anchor}-{seen[anchor]}" if seen[anchor] else anchor)
+            seen[anchor] += 1
+    return frozenset(anchors)
+
+
+def broken_anchors(name: str, text: str) -> list[str]:
+    """Every `file:line: target` of a link to a section of a tracked page that has no such
+    heading (`page.md#section`, or `#section` on the same page)."""
+    found = []
+    for number, line in _outside_code(text):
+        for match in _LINK.finditer(line):
+            target, hash_sign, anchor = match.group(1).partition("#")
+            if not hash_sign or _EXTERNAL.match(target):
+                continue
+            page = posixpath.normpath(posixpath.join(posixpath.dirname(name), target or ""))
+            page = page if target else name
+            if page.endswith(".md") and page in tracked_files() and anchor not in anchors_of(page):
+                found.append(f"{name}:{number}: {match.group(0)}")
+    return found
+
+
 def test_no_tracked_file_points_at_documents_outside_the_repository() -> None:
     found = [
         reference
@@ -137,6 +185,15 @@ def test_every_relative_link_in_the_docs_reaches_a_tracked_file() -> None:
     pages = [name for name in tracked_files() if name == "README.md" or _is_doc_page(name)]
     found = [link for name in pages for link in broken_links(name, text_of(name) or "")]
     assert not found, "these links reach no tracked file:\n" + "\n".join(found)
+
+
+def test_every_link_to_a_section_names_a_heading_of_its_page() -> None:
+    pages = [name for name in tracked_files() if name == "README.md" or _is_doc_page(name)]
+    found = [link for name in pages for link in broken_anchors(name, text_of(name) or "")]
+    assert not found, (
+        "these links name a section their page does not have (a heading renamed?):\n"
+        + "\n".join(found)
+    )
 
 
 def _is_doc_page(name: str) -> bool:
@@ -179,3 +236,19 @@ def test_a_link_to_a_missing_page_is_found_and_urls_and_anchors_are_not() -> Non
         " [here](#top) [up](../README.md)\n"
     )
     assert broken_links("docs/x.md", text) == ["docs/x.md:1: [gone](fetcher-job-event.md)"]
+
+
+def test_a_link_to_a_missing_section_is_found_and_headings_make_github_s_anchors() -> None:
+    assert {"rejections", "unsigned-headers", "the-claim"} <= anchors_of("docs/ingest.md")
+    # Punctuation and code marks dropped, underscores kept: the local AWS limits' heading.
+    assert "aws-limits-the-emulator-does-not-enforce-jobhooks_toolslocalaws_limits" in (
+        anchors_of("docs/architecture.md")
+    )
+    text = (
+        "[ok](ingest.md#rejections) [gone](ingest.md#rejection) [web](https://x.org/a.md#b)"
+        " [self](#no-such-section)\n```\n[in code](ingest.md#nothing)\n```\n"
+    )
+    assert broken_anchors("docs/ingest.md", text) == [
+        "docs/ingest.md:1: [gone](ingest.md#rejection)",
+        "docs/ingest.md:1: [self](#no-such-section)",
+    ]
