@@ -19,15 +19,15 @@ To compare two trees in one run, alternate them with the same script:
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 
+import core
 from jobhooks.ingest.fan_out import delivery_tasks_for
 from jobhooks.subscriptions.model import EventType, Subscription
-from jobhooks_tools.sample_events import demo_key, failed_body
 
 EVENTS = 256
 AT = datetime(2026, 12, 7, tzinfo=UTC)
@@ -49,13 +49,11 @@ def subscriptions(count: int) -> list[Subscription]:
     ]
 
 
-def floor_round_seconds(signed: list[tuple[bytes, bytes]]) -> float:
-    """The core path's floor of each failed event: HMAC of its signed bytes, `json.loads`."""
-    key = demo_key()
+def floor_round_seconds(floor: Callable[[], object]) -> float:
+    """`bench/core.py`'s floor, once for each of EVENTS failed events."""
     start = time.perf_counter()
-    for signed_bytes, body in signed:
-        key.sign(signed_bytes)
-        json.loads(body)
+    for _ in range(EVENTS):
+        floor()
     return time.perf_counter() - start
 
 
@@ -79,9 +77,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=41)
     args = parser.parse_args()
     event_ids = [f"fetcher.job.completed.{uuid.UUID(int=n + 1)}" for n in range(EVENTS)]
-    bodies = [failed_body(event_id.rsplit(".", 1)[1]) for event_id in event_ids]
-    # As many bytes as the canonical signed form: six header lines and the body (bench/core.py).
-    signed = [(b"x" * (len(body) + 120), body) for body in bodies]
+    floor = core.pipeline_and_floor("failed")[1]["floor"]
     print(f"{EVENTS} distinct events a round, {args.rounds} rounds")
     print("subscriptions  us/event (min, median)  us/task (min)  x floor (min)")
     for count in args.subscriptions:
@@ -90,7 +86,7 @@ def main() -> None:
         rounds, floors = [], []
         for _ in range(args.rounds):  # alternating, so that load hits both alike
             rounds.append(round_seconds(event_ids, matched) / EVENTS * 1e6)
-            floors.append(floor_round_seconds(signed) / EVENTS * 1e6)
+            floors.append(floor_round_seconds(floor) / EVENTS * 1e6)
         best = min(rounds)
         print(
             f"{count:13d}  {best:8.1f} {statistics.median(rounds):8.1f}  {best / count:13.1f}"
