@@ -16,7 +16,13 @@ import re
 from datetime import datetime
 from typing import Final
 
-from jobhooks.inbound.envelope import LAST_DATETIME_SECOND, Headers, HeaderValue, header_text
+from jobhooks.inbound.envelope import (
+    FIRST_DATETIME_SECOND,
+    LAST_DATETIME_SECOND,
+    Headers,
+    HeaderValue,
+    header_text,
+)
 from jobhooks.inbound.event import JobBody, JobStatus, parse_rfc3339
 from jobhooks.inbound.rejection import Reason, RejectedMessageError
 from jobhooks.inbound.verification import TENANT_HEADER, VerifiedSignature
@@ -35,7 +41,6 @@ _SCHEMA_VERSION = re.compile(
     r"[0-9]{1,9}(?:\.[0-9]{1,9}){0,2}(?:-[0-9A-Za-z.-]{1,20})?(?:\+[0-9A-Za-z.-]{1,20})?"
 )
 MAX_SCHEMA_VERSION_CHARS = 32
-FIRST_DATETIME_SECOND = -62_135_596_800  # 0001-01-01T00:00:00Z
 _ABSENT = object()
 
 

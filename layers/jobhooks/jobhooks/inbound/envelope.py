@@ -43,7 +43,8 @@ SQS_MAX_MESSAGE_BYTES = 1_048_576
 # below Python's recursion limit (1000 frames, about 2 per level), in the shovel and in ingest.
 MAX_HEADER_NESTING = 32
 
-# An AMQP timestamp is an unsigned 64-bit count of seconds; datetime ends with year 9999.
+# An AMQP timestamp is an unsigned 64-bit count of seconds; datetime runs from year 1 to 9999.
+FIRST_DATETIME_SECOND = -62_135_596_800  # 0001-01-01T00:00:00Z
 LAST_DATETIME_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z
 MAX_AMQP_TIMESTAMP = 2**64 - 1
 
