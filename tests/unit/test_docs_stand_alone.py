@@ -160,8 +160,12 @@ def broken_anchors(name: str, text: str) -> list[str]:
             target, hash_sign, anchor = match.group(1).partition("#")
             if not hash_sign or _EXTERNAL.match(target):
                 continue
-            page = posixpath.normpath(posixpath.join(posixpath.dirname(name), target or ""))
-            page = page if target else name
+            # `#section` alone is a section of this page.
+            page = (
+                posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
+                if target
+                else name
+            )
             if page.endswith(".md") and page in tracked_files() and anchor not in anchors_of(page):
                 found.append(f"{name}:{number}: {match.group(0)}")
     return found
