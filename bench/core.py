@@ -54,6 +54,7 @@ T = 1_783_965_852
 AT = datetime.fromtimestamp(T + 1, UTC)
 POLICY = VerificationPolicy(keys=[KEY])
 ROUNDS = 15
+RELEASE = "fetcher@2.0.2"
 # Distinct events read in turn: more than a producer's burst, few enough to build in a blink.
 MESSAGES = 256
 # The floor's HMAC as issue 22 first timed it: `hmac.new` with the key's raw secret.
@@ -93,9 +94,7 @@ def pipeline_and_floor(status: str) -> tuple[list[str], dict[str, Callable[[], o
     next_signed = itertools.cycle(signed).__next__
 
     def pipeline() -> object:
-        return webhook_payload(
-            read_forwarded_message(next_raw(), POLICY, AT), release="fetcher@2.0.2"
-        )
+        return webhook_payload(read_forwarded_message(next_raw(), POLICY, AT), release=RELEASE)
 
     def floor() -> object:
         signed_bytes, body = next_signed()
@@ -124,7 +123,7 @@ def measure(
         next_event = itertools.cycle(job_events).__next__
         work["envelope"] = lambda: ForwardedMessage.from_json(next_raw())
         work["verify+normalize"] = lambda: read_job_event(next_message(), POLICY, AT)
-        work["payload"] = lambda: webhook_payload(next_event(), release="fetcher@2.0.2")
+        work["payload"] = lambda: webhook_payload(next_event(), release=RELEASE)
     return per_message_ns(work, iterations, cpu_min), max(map(len, raws))
 
 
